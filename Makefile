@@ -1,0 +1,42 @@
+# Two commands a newcomer needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+# Extra pip requirement installed after the project, e.g. DJANGO_SPEC='Django>=6,<7'.
+DJANGO_SPEC ?=
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PEERS := tests/e2e/peers
+
+.PHONY: demo test lint typecheck pytest venv peers clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]' $(DJANGO_SPEC)
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# server-everything (npm) is a real MCP peer of the integration tests.
+peers: $(PEERS)/node_modules/.installed
+$(PEERS)/node_modules/.installed: $(PEERS)/package.json $(PEERS)/package-lock.json
+	npm ci --prefix $(PEERS) --no-audit --no-fund --loglevel=error
+	touch $@
+
+demo: venv
+	DEBUG=true $(BIN)/python -m project.demo
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: venv
+	$(BIN)/mypy nr_llm project tests $(wildcard bench)
+
+pytest: venv peers
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,1 @@
+"""nr-llm: remote MCP tool servers for Django, bounded and observed."""

@@ -1,0 +1,16 @@
+import django_stubs_ext
+from django.apps import AppConfig
+
+# Before admin.py and forms.py are imported: they subscript ModelAdmin/ModelForm for mypy.
+django_stubs_ext.monkeypatch()
+
+
+class NrLlmConfig(AppConfig):
+    name = "nr_llm"
+    verbose_name = "LLM tools (MCP)"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks
+
+        checks.register()

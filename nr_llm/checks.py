@@ -1,0 +1,92 @@
+"""System checks: bad ``NR_LLM_*`` settings fail ``manage.py check`` with a stable id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error
+from django.core.checks import register as register_check
+
+from .conf import DEFAULT_REQUEST_EVENTS, parse_timeout
+
+_MISSING = object()
+
+
+def check_operation_timeout(**kwargs: Any) -> list[CheckMessage]:
+    raw = getattr(settings, "NR_LLM_MCP_OPERATION_TIMEOUT", _MISSING)
+    # Empty means "use the default" (seed 000); anything else must be a usable number.
+    if raw is _MISSING or raw is None or (isinstance(raw, str) and not raw.strip()):
+        return []
+    if parse_timeout(raw) is None:
+        return [
+            Error(
+                f"NR_LLM_MCP_OPERATION_TIMEOUT must be a positive number of seconds, not {raw!r}.",
+                hint="Set it to e.g. 20, or remove it to use the default of 20 seconds.",
+                id="nr_llm.E001",
+            )
+        ]
+    return []
+
+
+def check_allow_private_networks(**kwargs: Any) -> list[CheckMessage]:
+    raw = getattr(settings, "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS", False)
+    if not isinstance(raw, bool):
+        return [
+            Error(
+                f"NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS must be True or False, not {raw!r}.",
+                hint="A string such as 'false' would read as true; use a boolean.",
+                id="nr_llm.E002",
+            )
+        ]
+    return []
+
+
+def check_credential_keys(**kwargs: Any) -> list[CheckMessage]:
+    raw = getattr(settings, "NR_LLM_CREDENTIAL_KEYS", _MISSING)
+    if raw is _MISSING or raw is None:
+        return []
+    if (
+        not isinstance(raw, list | tuple)
+        or not raw
+        or not all(isinstance(key, str) and len(key) >= 16 for key in raw)
+    ):
+        return [
+            Error(
+                "NR_LLM_CREDENTIAL_KEYS must be a non-empty list of strings of at least 16 characters.",
+                hint="The first key encrypts and every key decrypts; see docs/credentials.md on rotation.",
+                id="nr_llm.E003",
+            )
+        ]
+    return []
+
+
+def check_request_events(**kwargs: Any) -> list[CheckMessage]:
+    raw = getattr(settings, "NR_LLM_REQUEST_EVENTS", _MISSING)
+    if raw is _MISSING or raw is None:
+        return []
+    if not isinstance(raw, dict):
+        problem = f"must be a dict, not {type(raw).__name__}"
+    elif unknown := sorted(set(raw) - set(DEFAULT_REQUEST_EVENTS)):
+        problem = f"has unknown keys {unknown}"
+    elif not isinstance(raw.get("include_cancelled", False), bool):
+        problem = "needs include_cancelled as True or False"
+    else:
+        return []
+    return [
+        Error(
+            f"NR_LLM_REQUEST_EVENTS {problem}.",
+            hint='Use e.g. {"include_cancelled": False}.',
+            id="nr_llm.E004",
+        )
+    ]
+
+
+def register() -> None:
+    for check in (
+        check_operation_timeout,
+        check_allow_private_networks,
+        check_credential_keys,
+        check_request_events,
+    ):
+        register_check(check, "nr_llm")

@@ -1,0 +1,73 @@
+"""One settings object. Every value is read from ``django.conf.settings`` at call time.
+
+Reading lazily means ``override_settings`` just works and nothing is captured at
+import time. Defaults live here and only here; ``checks.py`` reports bad values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.conf import settings as django_settings
+
+DEFAULT_OPERATION_TIMEOUT = 20.0
+DEFAULT_REQUEST_EVENTS: dict[str, Any] = {"include_cancelled": False}
+
+
+def parse_timeout(raw: object) -> float | None:
+    """Return a usable budget in seconds, or None when ``raw`` is not one.
+
+    Empty means "not set"; the caller falls back to the default (seed 000, decision 5).
+    """
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, str):
+        raw = raw.strip()
+        if not raw:
+            return None
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value) or value <= 0:
+        return None
+    return value
+
+
+class Settings:
+    """Typed access to the ``NR_LLM_*`` settings."""
+
+    @property
+    def MCP_OPERATION_TIMEOUT(self) -> float:
+        """Seconds one MCP operation may take across all its legs (no upper clamp)."""
+        raw = getattr(django_settings, "NR_LLM_MCP_OPERATION_TIMEOUT", None)
+        value = parse_timeout(raw)
+        return DEFAULT_OPERATION_TIMEOUT if value is None else value
+
+    @property
+    def MCP_ALLOW_PRIVATE_NETWORKS(self) -> bool:
+        """Allow MCP servers on loopback/private/link-local addresses (off: SSRF guard)."""
+        return getattr(django_settings, "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS", False) is True
+
+    @property
+    def CREDENTIAL_KEYS(self) -> list[str]:
+        """Keys for credentials at rest; the first encrypts, all decrypt (rotation)."""
+        keys = getattr(django_settings, "NR_LLM_CREDENTIAL_KEYS", None)
+        if isinstance(keys, list | tuple) and keys:
+            return [str(key) for key in keys]
+        # Without dedicated keys, derive from SECRET_KEY and its fallbacks so that
+        # Django's own key rotation keeps stored credentials readable.
+        return [django_settings.SECRET_KEY, *getattr(django_settings, "SECRET_KEY_FALLBACKS", [])]
+
+    @property
+    def REQUEST_EVENTS(self) -> dict[str, Any]:
+        """Structured request events: ``include_cancelled`` is off by default (seed 003)."""
+        configured = getattr(django_settings, "NR_LLM_REQUEST_EVENTS", None)
+        merged = dict(DEFAULT_REQUEST_EVENTS)
+        if isinstance(configured, dict):
+            merged.update(configured)
+        return merged
+
+
+conf = Settings()

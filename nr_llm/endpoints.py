@@ -1,0 +1,41 @@
+"""Turn a configured server into what the protocol client needs, and build the client.
+
+The one place where Django rows meet ``nr_llm.mcp``: it resolves the credential and the
+budget per operation, so a changed setting or a rotated secret applies to the next call.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from .conf import conf
+from .credentials import CredentialUnavailable
+from .health import HealthRecorder
+from .mcp import Endpoint, McpClient
+from .mcp.endpoint import AuthPlacement
+from .models import McpServer
+
+
+def endpoint_for(server: McpServer) -> Endpoint:
+    credential: str | None = None
+    problem = ""
+    try:
+        credential = server.resolve_credential()
+    except CredentialUnavailable as exc:
+        problem = str(exc)
+    if server.auth_placement != "none" and credential is None and not problem:
+        problem = "no credential is configured"
+    return Endpoint(
+        identifier=server.identifier,
+        url=server.url,
+        budget_seconds=server.budget_seconds,
+        credential=credential,
+        auth_placement=cast(AuthPlacement, server.auth_placement),
+        auth_header_name=server.auth_header_name,
+        credential_problem=problem,
+    )
+
+
+def mcp_client() -> McpClient:
+    """A client wired to this installation: private-network policy and health recording."""
+    return McpClient(allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS, health=HealthRecorder())

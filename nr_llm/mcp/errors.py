@@ -1,0 +1,51 @@
+"""Errors of the MCP client.
+
+Exception tree::
+
+    McpTransportError           one type; callers branch on ``kind``
+        kind = deadline_exhausted   the operation's budget ran out; the server was not asked
+               timeout              a leg outlived its grant on the wire
+               unreachable          DNS, connect or connection failure
+               refused_host         the host resolves to a private/loopback address
+               redirect             a 3xx answer (redirects are never followed)
+               status               any other non-success HTTP status (401/403, 5xx, ...)
+               content_type         neither JSON nor an event stream (an HTML page)
+               malformed            a body that is not a JSON-RPC answer to our request
+               rpc_error            a JSON-RPC error object
+               too_large            a body over the size cap
+               missing_credential   a configured credential could not be resolved
+               session_expired      the server forgot the session (404 with a session id)
+
+Configuration errors are not in this tree: they are Django's ``ImproperlyConfigured``
+and system checks. The message always names the server's identifier and never a
+credential.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ErrorKind = Literal[
+    "deadline_exhausted",
+    "timeout",
+    "unreachable",
+    "refused_host",
+    "redirect",
+    "status",
+    "content_type",
+    "malformed",
+    "rpc_error",
+    "too_large",
+    "missing_credential",
+    "session_expired",
+]
+
+
+class McpTransportError(Exception):
+    def __init__(self, kind: ErrorKind, server: str, message: str) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.server = server
+
+    def __repr__(self) -> str:
+        return f"McpTransportError(kind={self.kind!r}, server={self.server!r}, message={str(self)!r})"
