@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import socket
-import sys
 from typing import Any
 
 from project.demo_mcp_server import build_server
@@ -68,4 +67,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
