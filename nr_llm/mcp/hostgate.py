@@ -21,7 +21,9 @@ def forbidden(address: IPAddress) -> bool:
     """True for loopback, private, link-local, multicast, reserved, unspecified or any non-global address."""
     if isinstance(address, ipaddress.IPv6Address):
         # An IPv4 address in IPv6 clothing is judged as the IPv4 address it reaches.
-        for embedded in (address.ipv4_mapped, address.sixtofour, (address.teredo or (None, None))[1]):
+        if address.ipv4_mapped is not None:
+            return forbidden(address.ipv4_mapped)
+        for embedded in (address.sixtofour, (address.teredo or (None, None))[1]):
             if embedded is not None and forbidden(embedded):
                 return True
     return (

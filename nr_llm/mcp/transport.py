@@ -136,6 +136,11 @@ class Transport:
                     answer = self._answer(response, request_id, session_id, watchdog, grant)
                 finally:
                     response.close()
+            except McpTransportError as exc:
+                if watchdog.fired:
+                    # Whatever the cut-off answer looked like, the grant ran out first.
+                    raise self._timeout(grant) from exc
+                raise
             except RefusedPeer as exc:
                 raise McpTransportError(
                     "refused_host",
@@ -149,7 +154,7 @@ class Transport:
                 http.client.HTTPException,
                 OSError,
             ) as exc:
-                raise self._failure(exc, watchdog.fired, grant, deadline) from exc
+                raise self._failure(exc, watchdog.fired, grant) from exc
         latency_ms = (self._clock.monotonic_ns() - started) // 1_000_000
         issued = response.headers.get("Mcp-Session-Id")
         if issued is not None and not _SESSION_ID.match(issued):
@@ -261,9 +266,7 @@ class Transport:
             "operation's budget.",
         )
 
-    def _failure(
-        self, exc: Exception, fired: bool, grant: int, deadline: OperationDeadline
-    ) -> McpTransportError:
+    def _failure(self, exc: Exception, fired: bool, grant: int) -> McpTransportError:
         """Map an I/O failure, most specific first. The exception's own text is never used:
         it can carry the URL (and a secret in its query string)."""
         if fired or isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError):
