@@ -174,7 +174,11 @@ class Transport:
         status = response.status_code
         self._check_status(status, response, session_id, expects_body=request_id is not None)
         if request_id is None or not isinstance(request_id, int):
-            return None  # a notification (202) or a DELETE: nothing to read
+            # A notification (202) or a DELETE: nothing to read. Closing the response
+            # unread drops its connection on purpose: a server may still be busy with a
+            # notification after answering 202 (the SDK server is, for ~40 ms, measured
+            # by bench/mcp_client.py), and the next leg must not queue behind that.
+            return None
         media = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
         chunks = self._chunks(response, watchdog, grant)
         if media == "text/event-stream":

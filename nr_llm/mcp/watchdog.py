@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import heapq
 import ipaddress
+import itertools
+import os
 import socket
 import threading
+import time
 from typing import Any
 
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -33,23 +37,25 @@ class RefusedPeer(Exception):
 
 
 class LegWatchdog:
-    """Shuts the leg's socket down ``seconds`` after it was armed, unless disarmed first."""
+    """Shuts the leg's sockets down ``seconds`` after it was entered, unless exited first."""
 
     def __init__(self, seconds: float, *, allow_private_networks: bool) -> None:
         self.allow_private_networks = allow_private_networks
         self.fired = False
+        self.done = False
+        self._seconds = seconds
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
 
     def __enter__(self) -> LegWatchdog:
         self._token = _current.set(self)
-        self._timer.start()
+        _WATCHMAN.arm(self, time.monotonic() + self._seconds)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._timer.cancel()
+        with self._lock:
+            self.done = True
+            self._sockets.clear()
         _current.reset(self._token)
 
     def watch(self, sock: socket.socket | None) -> None:
@@ -60,11 +66,57 @@ class LegWatchdog:
             if self.fired:
                 _shut(sock)
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
         with self._lock:
+            if self.done:
+                return
             self.fired = True
             for sock in self._sockets:
                 _shut(sock)
+
+
+class _Watchman:
+    """One thread for all legs: a heap of due times, so arming a leg costs a lock, not a thread start.
+
+    A finished leg stays in the heap until it comes due and is then dropped unfired.
+    """
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._due: list[tuple[float, int, LegWatchdog]] = []
+        self._sequence = itertools.count()
+        self._pid = 0
+
+    def arm(self, watchdog: LegWatchdog, due: float) -> None:
+        with self._condition:
+            if self._pid != os.getpid():
+                # First use, or a forked worker (the parent's thread does not exist here).
+                self._pid = os.getpid()
+                self._due.clear()
+                threading.Thread(target=self._run, name="nr-llm-mcp-leg-watchdog", daemon=True).start()
+            heapq.heappush(self._due, (due, next(self._sequence), watchdog))
+            if self._due[0][2] is watchdog:
+                self._condition.notify()
+
+    def _run(self) -> None:
+        with self._condition:
+            while True:
+                if not self._due:
+                    self._condition.wait()
+                    continue
+                due, _, watchdog = self._due[0]
+                if watchdog.done:
+                    heapq.heappop(self._due)
+                    continue
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._condition.wait(wait)
+                    continue
+                heapq.heappop(self._due)
+                watchdog.fire()
+
+
+_WATCHMAN = _Watchman()
 
 
 def _shut(sock: socket.socket) -> None:
