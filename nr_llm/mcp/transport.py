@@ -72,6 +72,7 @@ class Transport:
         *,
         auth_headers: dict[str, str],
         allow_private_networks: bool,
+        addresses: list[str],
     ) -> None:
         self.endpoint = endpoint
         self.server = endpoint.identifier
@@ -82,6 +83,7 @@ class Transport:
         session.mount("http://", adapter)
         session.mount("https://", adapter)
         self.auth_headers = auth_headers
+        self._addresses = tuple(addresses)
 
     def post(
         self,
@@ -121,7 +123,9 @@ class Transport:
             body = json.dumps(message, separators=(",", ":")).encode()
         request_id = message.get("id") if message is not None and "id" in message else None
         started = self._clock.monotonic_ns()
-        with LegWatchdog(grant, allow_private_networks=self._allow_private_networks) as watchdog:
+        with LegWatchdog(
+            grant, allow_private_networks=self._allow_private_networks, addresses=self._addresses
+        ) as watchdog:
             try:
                 response = self._session.request(
                     method,

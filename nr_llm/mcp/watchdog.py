@@ -28,6 +28,7 @@ from typing import Any
 
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from .hostgate import forbidden
 
@@ -39,8 +40,12 @@ class RefusedPeer(Exception):
 class LegWatchdog:
     """Shuts the leg's sockets down ``seconds`` after it was entered, unless exited first."""
 
-    def __init__(self, seconds: float, *, allow_private_networks: bool) -> None:
+    def __init__(
+        self, seconds: float, *, allow_private_networks: bool, addresses: tuple[str, ...] = ()
+    ) -> None:
         self.allow_private_networks = allow_private_networks
+        # The operation's vetted addresses: connections dial these, never a fresh lookup.
+        self.addresses = addresses
         self.fired = False
         self.done = False
         self._seconds = seconds
@@ -130,6 +135,25 @@ _current: contextvars.ContextVar[LegWatchdog | None] = contextvars.ContextVar("n
 
 class _Watched:
     sock: Any
+    _dns_host: str
+
+    def _new_conn(self) -> socket.socket:
+        watchdog = _current.get()
+        if watchdog is None or not watchdog.addresses:
+            return super()._new_conn()  # type: ignore[misc,no-any-return]
+        failure: Exception | None = None
+        for address in watchdog.addresses:
+            if watchdog.fired:
+                break
+            # urllib3 dials _dns_host; TLS still verifies and sends SNI for the URL's host.
+            self._dns_host = address
+            try:
+                return super()._new_conn()  # type: ignore[misc,no-any-return]
+            except (NewConnectionError, ConnectTimeoutError) as exc:
+                failure = exc
+        if failure is None:
+            raise ConnectTimeoutError(self, "the leg's grant ran out before a connection was made")
+        raise failure
 
     def connect(self) -> None:
         super().connect()  # type: ignore[misc]

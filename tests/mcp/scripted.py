@@ -13,7 +13,8 @@ from typing import Any
 
 import responses
 
-URL = "http://mcp.test/mcp"
+# A literal documentation address (TEST-NET-1): no DNS lookup; `responses` answers for it.
+URL = "http://192.0.2.1/mcp"
 
 
 class FakeClock:

@@ -10,7 +10,12 @@ import responses
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 from nr_llm.mcp import client as client_module
-from nr_llm.mcp.hostgate import check_host, forbidden
+from nr_llm.mcp.hostgate import forbidden, refuse_private, resolve
+
+
+def check_host(url: str, server: str) -> None:
+    refuse_private(resolve(url, server, 5), server)
+
 
 REFUSED = [
     "127.0.0.1",
@@ -96,7 +101,9 @@ def test_a_connection_that_lands_on_a_private_address_is_refused(monkeypatch) ->
     the connected peer address is checked too, and nothing is sent over it."""
     from tests.peers import sdk_server
 
-    monkeypatch.setattr(client_module, "check_host", lambda url, server: None)  # the gate was fooled
+    monkeypatch.setattr(
+        client_module, "refuse_private", lambda addresses, server: None
+    )  # the gate was fooled
     with sdk_server("--stateless") as url, pytest.raises(McpTransportError) as caught:
         McpClient().call_tool(Endpoint(identifier="rebound", url=url), "echo", {"text": "x"})
     assert caught.value.kind == "refused_host" and "'rebound'" in str(caught.value)
@@ -108,3 +115,47 @@ def test_allow_private_networks_skips_the_gate() -> None:
 
     with sdk_server("--stateless") as url:
         assert McpClient(allow_private_networks=True).ping(Endpoint(identifier="local", url=url)).reachable
+
+
+def test_a_hanging_resolver_is_bounded_by_the_budget(monkeypatch) -> None:
+    """A DNS lookup that never answers ends the operation with 'timeout' at the budget, nothing sent."""
+    import time
+
+    def hang(*args, **kwargs):
+        time.sleep(5)
+        raise OSError("gave up")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hang)
+    started = time.monotonic()
+    report = McpClient().ping(
+        Endpoint(identifier="slowdns", url="https://mcp.example.com/mcp", budget_seconds=1)
+    )
+    assert report.reachable is False and "did not resolve within 1 s" in report.error
+    assert time.monotonic() - started < 2
+
+
+def test_a_host_name_is_resolved_once_and_its_vetted_address_is_dialled(monkeypatch) -> None:
+    """One lookup per operation; every leg connects to the address the gate judged, never a fresh answer."""
+    import sys
+
+    from tests.peers import running
+
+    real = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def pinned_name(host, port, *args, **kwargs):
+        if host == "mcp.example.com":
+            lookups.append(host)
+            if len(lookups) > 1:  # a rebinding resolver: only the first answer is honest
+                return real("10.255.255.1", port, *args, **kwargs)
+            return real("127.0.0.1", port, *args, **kwargs)
+        return real(host, port, *args, **kwargs)
+
+    with running([sys.executable, "-m", "tests.peers.adversarial"]) as port:
+        monkeypatch.setattr(socket, "getaddrinfo", pinned_name)
+        client = McpClient(allow_private_networks=True)
+        outcome = client.call_tool(
+            Endpoint(identifier="named", url=f"http://mcp.example.com:{port}/fine/0/mcp"), "x"
+        )
+    assert outcome.text == "done"
+    assert lookups == ["mcp.example.com"]
