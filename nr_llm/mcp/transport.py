@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 
 from . import jsonrpc
-from .deadline import Clock, OperationDeadline
+from .deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
 from .endpoint import Endpoint
 from .errors import McpTransportError
 from .eventstream import EventStreamDecoder
@@ -30,6 +31,8 @@ from .text import clean
 from .watchdog import POOL_CLASSES, LegWatchdog, RefusedPeer
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
+# A server that keeps closing its stream early is not followed around forever.
+MAX_RESUMPTIONS = 3
 _CHUNK_BYTES = 64 * 1024
 # Header token characters (RFC 9110) for a credential's header name.
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -51,6 +54,17 @@ class _WatchedAdapter(HTTPAdapter):
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = POOL_CLASSES
+
+
+class _EndedEarly(McpTransportError):
+    """An event stream that ended before our answer: ``malformed`` unless it can be resumed."""
+
+    def __init__(self, server: str, last_event_id: str | None, retry_ms: int | None) -> None:
+        super().__init__(
+            "malformed", server, f"MCP server {server!r} ended its event stream without an answer."
+        )
+        self.last_event_id = last_event_id
+        self.retry_ms = retry_ms
 
 
 @dataclass(frozen=True)
@@ -94,7 +108,47 @@ class Transport:
         protocol_version: str | None,
     ) -> Reply:
         """Send one JSON-RPC message; for a request, return the server's answer to it."""
-        return self._leg(deadline, "POST", message, session_id, protocol_version)
+        try:
+            return self._leg(deadline, "POST", message, session_id, protocol_version)
+        except _EndedEarly as ended:
+            return self._resume(deadline, ended, message["id"], session_id, protocol_version)
+
+    def _resume(
+        self,
+        deadline: OperationDeadline,
+        ended: _EndedEarly,
+        request_id: int,
+        session_id: str | None,
+        protocol_version: str | None,
+    ) -> Reply:
+        """Resume a stream the server closed before our answer (GET with Last-Event-ID),
+        after the server's retry interval, and only while that fits in the budget."""
+        for _attempt in range(MAX_RESUMPTIONS):
+            if ended.last_event_id is None:
+                break  # the server offered no way back into the stream
+            wait = (ended.retry_ms or 0) / 1000
+            if deadline.remaining_ns() - wait * 1e9 < MINIMUM_LEG_SECONDS * 1e9:
+                raise McpTransportError(
+                    "malformed",
+                    self.server,
+                    f"MCP server {self.server!r} closed its event stream before answering; resuming "
+                    f"after its retry interval of {wait:g} s would not fit this operation's budget.",
+                ) from ended
+            time.sleep(wait)
+            try:
+                return self._leg(
+                    deadline,
+                    "GET",
+                    None,
+                    session_id,
+                    protocol_version,
+                    expect_id=request_id,
+                    last_event_id=ended.last_event_id,
+                )
+            except _EndedEarly as again:
+                again.last_event_id = again.last_event_id or ended.last_event_id
+                ended = again
+        raise ended
 
     def delete_session(
         self, deadline: OperationDeadline, session_id: str, protocol_version: str | None
@@ -108,10 +162,16 @@ class Transport:
         message: dict[str, Any] | None,
         session_id: str | None,
         protocol_version: str | None,
+        *,
+        expect_id: int | None = None,
+        last_event_id: str | None = None,
     ) -> Reply:
         # Deliberately outside the try below: a spent budget is not a failing server.
         grant = deadline.grant()
         headers = {"Accept": "application/json, text/event-stream", "Accept-Encoding": "identity"}
+        if last_event_id is not None:
+            headers["Accept"] = "text/event-stream"
+            headers["Last-Event-ID"] = last_event_id
         headers.update(self.auth_headers)
         if session_id is not None:
             headers["Mcp-Session-Id"] = session_id
@@ -121,7 +181,7 @@ class Transport:
         if message is not None:
             headers["Content-Type"] = "application/json"
             body = json.dumps(message, separators=(",", ":")).encode()
-        request_id = message.get("id") if message is not None and "id" in message else None
+        request_id = message.get("id") if message is not None and "id" in message else expect_id
         started = self._clock.monotonic_ns()
         with LegWatchdog(
             grant, allow_private_networks=self._allow_private_networks, addresses=self._addresses
@@ -192,11 +252,7 @@ class Transport:
                     message = jsonrpc.decode(event.data, self.server, "an event")
                     if jsonrpc.is_answer(message, request_id):
                         return message  # type: ignore[no-any-return]
-            raise McpTransportError(
-                "malformed",
-                self.server,
-                f"MCP server {self.server!r} ended its event stream without an answer.",
-            )
+            raise _EndedEarly(self.server, decoder.last_event_id, decoder.retry_ms)
         if media == "application/json" or media.endswith("+json"):
             raw = b"".join(chunks)
             if not raw.strip():

@@ -17,7 +17,7 @@ from nr_llm.mcp import McpClient
 from nr_llm.mcp.deadline import OperationDeadline
 from nr_llm.mcp.transport import Transport
 
-SEAM = re.compile(r"cancel|abort|interrupt|token|signal|kill|stop|halt|event", re.IGNORECASE)
+SEAM = re.compile(r"cancel|abort|interrupt|token|signal|kill|stop|halt|shutdown", re.IGNORECASE)
 
 
 @pytest.mark.parametrize("cls", [McpClient, Transport, OperationDeadline])

@@ -12,6 +12,9 @@
     silence/S         tools/call: headers promising a body, then nothing for S seconds
     keepalive/S       tools/call: an event stream of keep-alive comments every S seconds
     endless/0         tools/call: an endless JSON body, as fast as the client reads
+    drop/S            tools/call: an event stream that offers resumption (event id, retry
+                      S seconds) and closes before the answer; ``GET`` with that
+                      Last-Event-ID then streams the answer
     record/0          well-behaved, with sessions; remembers each request's session id and
                       credential headers, served as JSON by ``GET /seen`` (not MCP)
 
@@ -50,13 +53,18 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps(SEEN).encode(), "application/json")
             return
         self._remember("GET")
+        resumed = self.headers.get("Last-Event-ID", "")
+        if self.path.startswith("/drop/") and resumed.startswith("call-"):
+            body = {"id": int(resumed.removeprefix("call-"))}
+            event = b"id: answer\ndata: " + _encode(body, {"content": [{"type": "text", "text": "resumed"}]})
+            self._send(200, event + b"\n\n", "text/event-stream")
+            return
         self._send(405, b"", "text/plain")
 
     def _remember(self, method: str) -> None:
         if self.path.startswith("/record/") or method == "GET":
-            headers = {
-                name: self.headers.get(name) for name in ("Mcp-Session-Id", "Authorization", "X-Api-Key")
-            }
+            names = ("Mcp-Session-Id", "Authorization", "X-Api-Key", "Last-Event-ID", "MCP-Protocol-Version")
+            headers = {name: self.headers.get(name) for name in names}
             SEEN.append({"method": method, **headers})
 
     def do_POST(self) -> None:
@@ -118,6 +126,10 @@ class Handler(BaseHTTPRequestHandler):
         elif scenario == "keepalive":
             self._head(200, "text/event-stream", None)
             self._drip(b": keep-alive\n\n" * 1000, seconds, step=len(b": keep-alive\n\n"))
+            return
+        elif scenario == "drop":
+            self._head(200, "text/event-stream", None)
+            self._write(f"id: call-{body['id']}\nretry: {int(seconds * 1000)}\ndata:\n\n".encode())
             return
         elif scenario == "endless":
             self._head(200, "application/json", None)
