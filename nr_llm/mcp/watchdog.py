@@ -87,17 +87,20 @@ class _Watchman:
     """
 
     def __init__(self) -> None:
+        self._sequence = itertools.count()
+        self._forget()
+
+    def _forget(self) -> None:
+        # Also run in a forked child (a preloading gunicorn worker): the parent's thread
+        # does not exist there, and its lock may have been copied mid-use.
         self._condition = threading.Condition()
         self._due: list[tuple[float, int, LegWatchdog]] = []
-        self._sequence = itertools.count()
-        self._pid = 0
+        self._started = False
 
     def arm(self, watchdog: LegWatchdog, due: float) -> None:
         with self._condition:
-            if self._pid != os.getpid():
-                # First use, or a forked worker (the parent's thread does not exist here).
-                self._pid = os.getpid()
-                self._due.clear()
+            if not self._started:
+                self._started = True
                 threading.Thread(target=self._run, name="nr-llm-mcp-leg-watchdog", daemon=True).start()
             heapq.heappush(self._due, (due, next(self._sequence), watchdog))
             if self._due[0][2] is watchdog:
@@ -122,6 +125,7 @@ class _Watchman:
 
 
 _WATCHMAN = _Watchman()
+os.register_at_fork(after_in_child=_WATCHMAN._forget)
 
 
 def _shut(sock: socket.socket) -> None:
