@@ -99,9 +99,17 @@ def import_catalogue(
     try:
         advertised = (client or mcp_client()).list_tools(endpoint_for(server))
     except McpTransportError as exc:
-        # The client's message already tells a spent budget (this installation's number to
-        # raise) apart from a server that failed; pass it on unchanged.
-        return _refuse(server, str(exc))
+        # The client's message already tells a spent budget apart from a server that
+        # failed; say where this installation sets the number, since only it can raise it.
+        reason = str(exc)
+        if exc.kind == "deadline_exhausted":
+            where = (
+                "this server's operation budget"
+                if server.operation_timeout
+                else "NR_LLM_MCP_OPERATION_TIMEOUT"
+            )
+            reason = f"{reason} (set in {where})"
+        return _refuse(server, reason)
     if progress:
         progress(ImportProgress(server.identifier, "walked", len(advertised)))
     if len(advertised) > MAX_TOOLS:

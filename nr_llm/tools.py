@@ -126,6 +126,19 @@ def available() -> list[ToolSpec]:
     return specs
 
 
+def spec(name: str) -> ToolSpec | None:
+    """The offered tool called ``name``, for a caller gating on its policy before ``execute``."""
+    local = _registry.get(name)
+    if local is not None:
+        return ToolSpec(local.name, local.description, local.input_schema)
+    row = (
+        McpTool.objects.filter(tool_name=name, enabled=True, orphaned=False, server__enabled=True)
+        .select_related("server")
+        .first()
+    )
+    return None if row is None else _remote_spec(row)
+
+
 def definitions(format: Format = "openai") -> list[dict[str, Any]]:
     """The available tools as function-calling specs for the OpenAI or Anthropic API."""
     if format == "openai":

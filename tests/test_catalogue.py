@@ -84,6 +84,17 @@ def test_a_transport_error_is_refused_with_its_message_as_the_reason():
     assert server.import_error == f"MCP server {server.identifier} answered 503"
 
 
+@pytest.mark.parametrize(
+    ("override", "where"), [(None, "NR_LLM_MCP_OPERATION_TIMEOUT"), (5, "this server's operation budget")]
+)
+def test_a_spent_budget_names_where_this_installation_sets_it(override, where):
+    """deadline_exhausted keeps the client's message and adds which setting holds the budget."""
+    server = McpServerFactory.create(operation_timeout=override)
+    error = McpTransportError("deadline_exhausted", server.identifier, "budget of 5 s is spent")
+    report = import_catalogue(server, client=FakeClient(error=error))
+    assert report.refused == f"budget of 5 s is spent (set in {where})"
+
+
 def test_a_refusal_after_a_good_import_keeps_the_good_catalogue_and_its_tool_count():
     """A failed walk does not orphan, delete or recount anything imported before."""
     server = McpServerFactory.create()

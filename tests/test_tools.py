@@ -155,6 +155,20 @@ def test_a_remote_tool_carries_its_servers_declared_policy_not_its_annotations()
     [spec] = tools.available()
     assert (spec.server, spec.data_class, spec.requires_approval) == ("demo", "secretAdjacent", True)
     assert spec.is_remote
+    assert tools.spec("mcp_demo_echo") == spec
+
+
+def test_spec_finds_a_local_tool_and_nothing_for_an_unoffered_one(local_tool):
+    """spec() answers for offered tools only: local ones, enabled remote ones."""
+    _remote(enabled=False)
+    local = tools.spec("site_weather")
+    assert local is not None and (local.server, local.requires_approval, local.is_remote) == (
+        "",
+        False,
+        False,
+    )
+    assert tools.spec("mcp_demo_echo") is None
+    assert tools.spec("nope") is None
 
 
 def test_a_local_tool_registered_after_an_import_shadows_the_remote_one(caplog):
