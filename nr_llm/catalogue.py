@@ -20,8 +20,9 @@ from django.utils import timezone
 from . import tools
 from .endpoints import endpoint_for, mcp_client
 from .mcp import Endpoint, McpTransportError
-from .mcp.names import InvalidToolName, checked_local_name, clip
+from .mcp.names import InvalidToolName, checked_local_name
 from .mcp.schema import SchemaRefused, normalise_schema
+from .mcp.text import clean
 from .models import ImportStatus, McpServer, McpTool
 
 MAX_TOOLS = 500
@@ -134,7 +135,7 @@ def _validate(identifier: str, advertised: Sequence[dict[str, Any]]) -> tuple[li
         if not isinstance(remote, str) or not remote:
             reasons.append(f"tool #{position} has no name")
             continue
-        shown = repr(clip(remote))
+        shown = repr(clean(remote))
         try:
             name = checked_local_name(identifier, remote)
             schema = normalise_schema(tool.get("inputSchema"))
@@ -188,7 +189,7 @@ def _reconcile(server: McpServer, accepted: list[_Accepted], reasons: list[str])
         for tool in accepted:
             if tool.tool_name in taken:
                 reasons.append(
-                    f"{clip(tool.remote_name)!r}: local name {tool.tool_name} already belongs to "
+                    f"{clean(tool.remote_name)!r}: local name {tool.tool_name} already belongs to "
                     f"server {taken[tool.tool_name]}"
                 )
                 continue

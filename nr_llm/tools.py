@@ -15,8 +15,9 @@ from typing import Any, Literal, Protocol
 
 from .endpoints import endpoint_for, mcp_client
 from .mcp import CallOutcome, Endpoint, McpTransportError
-from .mcp.names import LOCAL_NAME_RE, clip
+from .mcp.names import LOCAL_NAME_RE
 from .mcp.schema import SchemaRefused, normalise_schema
+from .mcp.text import clean
 from .models import McpTool
 
 logger = logging.getLogger("nr_llm.tools")
@@ -164,13 +165,13 @@ def execute(
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        return ToolResult(f"arguments for {clip(str(name))!r} must be a JSON object", True)
+        return ToolResult(f"arguments for {clean(name)!r} must be a JSON object", True)
     local = _registry.get(name)
     if local is not None:
         return _run_local(local, arguments)
     row = McpTool.objects.select_related("server").filter(tool_name=name).first()
     if row is None:
-        return ToolResult(f"unknown tool {clip(str(name))!r}", True)
+        return ToolResult(f"unknown tool {clean(name)!r}", True)
     server = row.server
     if not (row.enabled and server.enabled) or row.orphaned:
         why = "no longer offered by its server" if row.orphaned else "disabled"

@@ -9,16 +9,10 @@ from __future__ import annotations
 
 import re
 
+from .text import clean
+
 LOCAL_NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 MAX_LOCAL_NAME = 64
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def clip(text: str, limit: int = 200) -> str:
-    """Remote text fit for an operator's eyes: control characters stripped (no forged
-    log or report lines), then clipped to ``limit`` characters."""
-    cleaned = _CONTROL.sub("", text)
-    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
 
 
 class InvalidToolName(ValueError):
@@ -38,7 +32,7 @@ def checked_local_name(identifier: str, remote_name: str) -> str:
     # fullmatch: `$` would let a trailing newline through.
     if LOCAL_NAME_RE.fullmatch(name):
         return name
-    shown = clip(remote_name)
+    shown = clean(remote_name)
     if len(name) > MAX_LOCAL_NAME:
         raise InvalidToolName(
             f"local name for remote tool {shown!r} would be {len(name)} characters; "

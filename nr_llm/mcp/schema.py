@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .names import clip
+from .text import clean
 
 #: The keywords kept, at every level; anything else (title, examples, format, ...) is dropped.
 KEPT = (
@@ -157,7 +157,7 @@ def _required(value: object, path: str) -> list[str]:
 
 def _where(path: str) -> str:
     # A JSON Pointer into the remote schema; its property names are remote text.
-    return clip(path or "/", 120)
+    return clean(path or "/", 120)
 
 
 def _kind(value: object) -> str:

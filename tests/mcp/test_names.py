@@ -1,6 +1,6 @@
 import pytest
 
-from nr_llm.mcp.names import InvalidToolName, checked_local_name, clip, local_name
+from nr_llm.mcp.names import InvalidToolName, checked_local_name, local_name
 
 
 def test_local_name_joins_prefix_identifier_and_remote_name():
@@ -41,10 +41,4 @@ def test_the_reason_shows_remote_text_without_control_characters():
         checked_local_name("demo", "evil\nFAKE: all good\x1b[2J")
     assert "\n" not in str(info.value)
     assert "\x1b" not in str(info.value)
-    assert "evilFAKE: all good[2J" in str(info.value)
-
-
-def test_clip_shortens_long_text_and_marks_the_cut():
-    """Clipped text is at most the limit and ends with an ellipsis."""
-    assert clip("a" * 300) == "a" * 199 + "…"
-    assert clip("short") == "short"
+    assert "evil FAKE: all good[2J" in str(info.value)

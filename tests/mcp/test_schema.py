@@ -167,4 +167,4 @@ def test_a_reason_shows_remote_property_names_without_control_characters():
     """A property name cannot inject a line break into the operator's report."""
     reason = _refusal(_obj(properties={"a\nb": {"$ref": "#"}}))
     assert "\n" not in reason
-    assert "/properties/ab" in reason
+    assert "/properties/a b" in reason
