@@ -4,8 +4,6 @@ The peer advertises the five demo tools plus 495 generated ones, ten per page: 5
 over 50 pages, the most a walk follows.
 """
 
-import socket
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -16,9 +14,14 @@ from nr_llm.mcp import McpClient
 from nr_llm.models import ImportStatus, McpTool
 from tests.peers import sdk_server
 
+from . import catalogue_peers
 from .factories import McpServerFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.e2e]
+# Shared fixtures, registered in this module under their own names.
+small_catalogue_url = catalogue_peers.small_catalogue_url
+loopback_allowed = catalogue_peers.loopback_allowed
+
+pytestmark = [pytest.mark.django_db, pytest.mark.e2e, pytest.mark.usefixtures("loopback_allowed")]
 
 TOOL_TABLE = McpTool._meta.db_table
 
@@ -27,18 +30,6 @@ TOOL_TABLE = McpTool._meta.db_table
 def url():
     with sdk_server("--stateless", "--extra-tools", "495", "--page-size", "10") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def small_url():
-    """10 tools, 3 per page: for behaviours that do not need the full catalogue."""
-    with sdk_server("--stateless", "--extra-tools", "5", "--page-size", "3") as url:
-        yield url
-
-
-@pytest.fixture(autouse=True)
-def _loopback_allowed(settings):
-    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
 
 
 def _tool_writes(queries):
@@ -88,9 +79,9 @@ def test_a_second_import_of_the_same_catalogue_writes_no_tool_rows(url):
     assert list(McpTool.objects.order_by("tool_name").values()) == before
 
 
-def test_tools_gone_from_the_server_are_orphaned_and_come_back(small_url):
+def test_tools_gone_from_the_server_are_orphaned_and_come_back(small_catalogue_url):
     """A catalogue that shrinks orphans the missing tools; the full one brings them back."""
-    server = McpServerFactory.create(identifier="sdk", url=small_url)
+    server = McpServerFactory.create(identifier="sdk", url=small_catalogue_url)
     import_catalogue(server)
     with sdk_server("--stateless") as demo_only:
         server.url = demo_only
@@ -99,7 +90,7 @@ def test_tools_gone_from_the_server_are_orphaned_and_come_back(small_url):
     assert (report.imported, report.orphaned) == (5, 5)
     gone = set(McpTool.objects.filter(orphaned=True).values_list("remote_name", flat=True))
     assert gone == {f"generated_{i:03d}" for i in range(5)}
-    server.url = small_url
+    server.url = small_catalogue_url
     server.save()
     report = import_catalogue(server)
     assert (report.imported, report.orphaned) == (10, 0)
@@ -138,14 +129,11 @@ def test_a_spent_budget_is_refused_as_this_installations_budget(url, settings):
     assert not McpTool.objects.exists()
 
 
-def test_an_unreachable_server_is_refused_and_the_catalogue_kept(small_url):
+def test_an_unreachable_server_is_refused_and_the_catalogue_kept(small_catalogue_url):
     """Connection refused: the reason says so; what was imported before stays."""
-    server = McpServerFactory.create(identifier="sdk", url=small_url)
+    server = McpServerFactory.create(identifier="sdk", url=small_catalogue_url)
     import_catalogue(server)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server.url = f"http://127.0.0.1:{port}/mcp"
+    server.url = catalogue_peers.closed_port_url()
     server.save()
     report = import_catalogue(server)
     assert not report.ok and "sdk" in report.refused

@@ -6,7 +6,6 @@ tests/test_catalogue_sdk.py's.
 
 import io
 import json
-import socket
 
 import pytest
 from django.core.management import call_command
@@ -14,22 +13,20 @@ from django.core.management.base import CommandError
 
 from nr_llm import tools
 from nr_llm.models import McpTool
-from tests.peers import sdk_server
 
+from . import catalogue_peers
 from .factories import McpServerFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.e2e]
+# Shared fixtures, registered in this module under their own names.
+small_catalogue_url = catalogue_peers.small_catalogue_url
+loopback_allowed = catalogue_peers.loopback_allowed
+
+pytestmark = [pytest.mark.django_db, pytest.mark.e2e, pytest.mark.usefixtures("loopback_allowed")]
 
 
-@pytest.fixture(scope="module")
-def url():
-    with sdk_server("--stateless", "--extra-tools", "5", "--page-size", "3") as url:
-        yield url
-
-
-@pytest.fixture(autouse=True)
-def _loopback_allowed(settings):
-    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+@pytest.fixture
+def url(small_catalogue_url):
+    return small_catalogue_url
 
 
 class Terminal(io.StringIO):
@@ -37,12 +34,6 @@ class Terminal(io.StringIO):
 
     def isatty(self):
         return True
-
-
-def _closed_port_url():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
 
 
 def run(*args, stderr=None):
@@ -73,7 +64,7 @@ def test_running_it_twice_changes_nothing(url):
 
 def test_all_goes_on_after_a_failing_server_and_then_fails(url):
     """An unreachable server is refused; the next one is still imported; the exit is non-zero."""
-    McpServerFactory.create(identifier="a_down", url=_closed_port_url())
+    McpServerFactory.create(identifier="a_down", url=catalogue_peers.closed_port_url())
     McpServerFactory.create(identifier="b_up", url=url)
     out, _, error = run("--all")
     lines = out.splitlines()
