@@ -10,6 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from nr_llm.catalogue import import_catalogue
 from nr_llm.models import ImportStatus, McpServer
 
 from .factories import McpServerFactory
@@ -98,3 +99,24 @@ def test_json_prints_the_reports_and_still_fails_on_a_refusal():
         }
     ]
     assert error is not None and error.returncode == 1
+
+
+def test_an_unexpected_failure_of_one_server_does_not_stop_all(monkeypatch, caplog):
+    """A bug or database error importing one server is reported and logged; --all goes on."""
+
+    def failing_for_a(server, **kwargs):
+        if server.identifier == "a_boom":
+            raise RuntimeError("database went away")
+        return import_catalogue(server, **kwargs)
+
+    monkeypatch.setattr("nr_llm.management.commands.mcp_import.import_catalogue", failing_for_a)
+    McpServerFactory.create(identifier="a_boom")
+    McpServerFactory.create(identifier="b_nourl", url="")
+    out, _, error = run("--all")
+    assert out.splitlines() == [
+        "a_boom: refused — unexpected RuntimeError",
+        "b_nourl: refused — no URL is configured",
+    ]
+    assert str(error) == "2 of 2 import(s) refused: a_boom, b_nourl"
+    assert "importing MCP server a_boom failed" in caplog.text
+    assert "database went away" in caplog.text
