@@ -65,8 +65,9 @@ class ImportProgress:
     """What a long import reports while it runs (the command shows it on a terminal)."""
 
     identifier: str
-    stage: Literal["walking", "walked", "reconciled"]
+    stage: Literal["walking", "page", "walked", "reconciled"]
     tools: int = 0
+    pages: int = 0
 
 
 Progress = Callable[[ImportProgress], None]
@@ -75,7 +76,9 @@ Progress = Callable[[ImportProgress], None]
 class CatalogueClient(Protocol):
     """The part of ``McpClient`` an import needs."""
 
-    def list_tools(self, endpoint: Endpoint) -> list[dict[str, Any]]: ...
+    def list_tools(
+        self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None
+    ) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -95,10 +98,15 @@ def import_catalogue(
         return _refuse(server, "no data class is declared; declare what data this server may see first")
     if not server.url:
         return _refuse(server, "no URL is configured")
+    on_page = None
     if progress:
         progress(ImportProgress(server.identifier, "walking"))
+
+        def on_page(pages: int, count: int) -> None:
+            progress(ImportProgress(server.identifier, "page", count, pages))
+
     try:
-        advertised = (client or mcp_client()).list_tools(endpoint_for(server))
+        advertised = (client or mcp_client()).list_tools(endpoint_for(server), on_page=on_page)
     except McpTransportError as exc:
         # The client's message already tells a spent budget apart from a server that
         # failed; say where this installation sets the number, since only it can raise it.

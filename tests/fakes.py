@@ -6,6 +6,7 @@ do is tested against the real SDK server (tests.peers).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from nr_llm.mcp import CallOutcome, Endpoint, McpTransportError
@@ -26,10 +27,14 @@ class FakeClient:
         self.error = error
         self.endpoints: list[Endpoint] = []
 
-    def list_tools(self, endpoint: Endpoint) -> list[dict[str, Any]]:
+    def list_tools(
+        self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None
+    ) -> list[dict[str, Any]]:
         self.endpoints.append(endpoint)
         if self.error:
             raise self.error
+        if on_page is not None:
+            on_page(1, len(self.tools))
         return list(self.tools)
 
     def call_tool(

@@ -302,12 +302,17 @@ def test_other_servers_tools_are_not_touched():
     assert McpTool.objects.filter(pk=other.pk).values().get() == before
 
 
-def test_progress_reports_walking_walked_and_reconciled():
-    """The progress callback sees the three stages with the tool counts."""
+def test_progress_reports_walking_pages_walked_and_reconciled():
+    """The progress callback sees each stage with the tool counts."""
     seen: list[ImportProgress] = []
     server = McpServerFactory.create(identifier="demo")
     import_catalogue(server, client=FakeClient([tool("a"), tool("")]), progress=seen.append)
-    assert [(p.stage, p.tools) for p in seen] == [("walking", 0), ("walked", 2), ("reconciled", 1)]
+    assert [(p.stage, p.tools, p.pages) for p in seen] == [
+        ("walking", 0, 0),
+        ("page", 2, 1),
+        ("walked", 2, 0),
+        ("reconciled", 1, 0),
+    ]
 
 
 def test_report_status_and_ok_follow_refusal_and_skips():

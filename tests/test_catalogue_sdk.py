@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from nr_llm.catalogue import import_catalogue
+from nr_llm.catalogue import ImportProgress, import_catalogue
 from nr_llm.endpoints import mcp_client
 from nr_llm.mcp import McpClient
 from nr_llm.models import ImportStatus, McpTool
@@ -63,6 +63,16 @@ def test_500_tools_over_50_pages_are_imported_disabled(url):
     server.refresh_from_db()
     assert (server.import_status, server.tool_count, server.import_error) == (ImportStatus.OK, 500, "")
     assert server.last_contact is not None  # the walk was observed as a contact
+
+
+def test_progress_hears_every_one_of_the_50_pages(url):
+    """The walk reports each page as it arrives: 50 pages, ten more tools each time."""
+    seen: list[ImportProgress] = []
+    server = McpServerFactory.create(identifier="sdk", url=url)
+    import_catalogue(server, progress=seen.append)
+    pages = [(event.pages, event.tools) for event in seen if event.stage == "page"]
+    assert pages == [(n, 10 * n) for n in range(1, 51)]
+    assert [event.stage for event in seen if event.stage != "page"] == ["walking", "walked", "reconciled"]
 
 
 def test_a_second_import_of_the_same_catalogue_writes_no_tool_rows(url):

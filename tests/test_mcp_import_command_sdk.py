@@ -100,6 +100,8 @@ def test_progress_goes_to_a_terminal(url):
     out, err, error = run("sdk", stderr=Terminal())
     assert error is None
     assert "[1/1] sdk: fetching the catalogue" in err
+    assert "[1/1] sdk: 1 page(s), 3 tools fetched" in err
+    assert "[1/1] sdk: 4 page(s), 10 tools fetched" in err
     assert "[1/1] sdk: fetched 10 tools" in err
     assert out == "sdk: 10 imported, 0 skipped, 0 orphaned\n"
 

@@ -76,6 +76,7 @@ class Command(BaseCommand):
         def show(event: ImportProgress) -> None:
             what = {
                 "walking": "fetching the catalogue",
+                "page": f"{event.pages} page(s), {event.tools} tools fetched",
                 "walked": f"fetched {event.tools} tools",
                 "reconciled": f"{event.tools} tools reconciled",
             }[event.stage]
