@@ -1,0 +1,91 @@
+"""A bounded, non-blocking queue handler: a slow sink never stalls a request.
+
+Records go into a bounded queue that one listener thread drains into the target
+handler. A full queue drops the record and counts it (``dropped``) instead of blocking
+the request or printing a traceback through ``handleError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import queue
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from django.utils.module_loading import import_string
+
+
+def build_handler(target: logging.Handler | Mapping[str, Any]) -> logging.Handler:
+    """A handler object, or one built from ``{"class": dotted.path, **kwargs}``.
+
+    The mapping form is what ``LOGGING`` can express; dictConfig converts values such
+    as ``"ext://sys.stderr"`` when they are read.
+    """
+    if isinstance(target, logging.Handler):
+        return target
+    spec = {key: target[key] for key in target}
+    handler_class = import_string(spec.pop("class"))
+    handler = handler_class(**spec)
+    if not isinstance(handler, logging.Handler):
+        raise TypeError(f"{handler_class!r} did not build a logging.Handler")
+    return handler
+
+
+class BoundedQueueHandler(logging.handlers.QueueHandler):
+    def __init__(self, target: logging.Handler | Mapping[str, Any], maxsize: int = 10_000) -> None:
+        if maxsize <= 0:
+            raise ValueError("maxsize must be positive: an unbounded queue is not a bound")
+        super().__init__(queue.Queue(maxsize))
+        self.target = build_handler(target)
+        self._dropped = 0
+        self._count_lock = threading.Lock()
+        self._listener: logging.handlers.QueueListener | None = None
+        self._listener_pid: int | None = None
+        self._start_lock = threading.Lock()
+
+    @property
+    def dropped(self) -> int:
+        return self._dropped
+
+    def _ensure_listener(self) -> None:
+        # Started lazily and per process: a thread started before a pre-fork server
+        # forks does not exist in the worker.
+        pid = os.getpid()
+        if self._listener_pid == pid:
+            return
+        with self._start_lock:
+            if self._listener_pid != pid:
+                self._listener = logging.handlers.QueueListener(
+                    self.queue,
+                    self.target,
+                    respect_handler_level=True,
+                )
+                self._listener.start()
+                self._listener_pid = pid
+
+    def enqueue(self, record: logging.LogRecord) -> None:
+        self._ensure_listener()
+        try:
+            self.queue.put_nowait(record)
+        except queue.Full:
+            with self._count_lock:
+                self._dropped += 1
+
+    def flush(self) -> None:
+        """Wait (bounded by the queue) until every record so far reached the target."""
+        if self._listener is not None and self._listener_pid == os.getpid():
+            self.queue.join()  # type: ignore[attr-defined]
+        self.target.flush()
+
+    def close(self) -> None:
+        try:
+            if self._listener is not None and self._listener_pid == os.getpid():
+                self._listener.stop()  # drains what is queued, then joins the thread
+            self._listener = None
+            self._listener_pid = None
+            self.target.close()
+        finally:
+            super().close()
