@@ -26,7 +26,7 @@ def slow(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest("seconds must be a number\n")
     signal = signal_for(request)
     # A server-side barrier tests (and people) can wait for: the view is running.
-    logger.info("slow view admitted", extra={"path": request.path})
+    logger.info("slow view admitted %s", request.headers.get("X-Request-ID", "-"))
     deadline = time.monotonic() + max(seconds, 0.0)
     while (left := deadline - time.monotonic()) > 0:
         if signal is not None:

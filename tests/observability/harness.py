@@ -83,8 +83,12 @@ def serve(kind: str, tmp: Path, *, bare: bool = False, include_cancelled: bool =
         yield Server(port, log_path, mail_dir)
 
 
-def request_head(method: str, path: str, *, length: int | None = None, content_type: str = "") -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
+def request_head(
+    method: str, path: str, rid: str, *, length: int | None = None, content_type: str = "", cookie: str = ""
+) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"X-Request-ID: {rid}"]
+    if cookie:
+        lines.append(f"Cookie: {cookie}")
     if length is not None:
         lines.append(f"Content-Length: {length}")
     if content_type:
@@ -103,23 +107,33 @@ def close(sock: socket.socket, how: str) -> None:
     sock.close()
 
 
-def get(server: Server, path: str) -> bytes:
+def get(server: Server, path: str, rid: str) -> bytes:
     """A complete request, answered in full (Connection: close)."""
     with connect(server) as sock:
-        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+        sock.sendall(request_head("GET", path, rid)[:-2] + b"Connection: close\r\n\r\n")
         chunks = []
         while chunk := sock.recv(65536):
             chunks.append(chunk)
     return b"".join(chunks)
 
 
-def is_admitted(path: str) -> Callable[[Record], bool]:
-    return lambda record: record["message"] == f"admitted {path}"
+def admitted(rid: str) -> Callable[[Record], bool]:
+    """The server handed the request to the application (test-only outer layer)."""
+    return lambda record: record["message"] == f"admitted {rid}"
 
 
-def access_for(path: str) -> Callable[[Record], bool]:
-    return lambda record: record["logger"] == "nr_llm.access" and record["access"]["path"] == path
+def in_slow_view(rid: str) -> Callable[[Record], bool]:
+    """The demo's own barrier: the slow view is running."""
+    return lambda record: record["message"] == f"slow view admitted {rid}"
 
 
-def event_for(route: str) -> Callable[[Record], bool]:
-    return lambda record: record["logger"] == "nr_llm.requests" and record["event"]["route"] == route
+def access_for(rid: str) -> Callable[[Record], bool]:
+    return lambda record: record["logger"] == "nr_llm.access" and record["access"]["request_id"] == rid
+
+
+def event_for(rid: str) -> Callable[[Record], bool]:
+    return lambda record: record["logger"] == "nr_llm.requests" and record["event"]["request_id"] == rid
+
+
+def mentions(rid: str) -> Callable[[Record], bool]:
+    return lambda record: rid in json.dumps(record)

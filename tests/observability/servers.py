@@ -1,7 +1,7 @@
 """The applications the real-server tests serve: the demo site, wrapped or bare.
 
-An outermost test-only layer logs ``admitted`` once the server hands a request over,
-a barrier the client waits for before it breaks the connection.
+An outermost test-only layer logs ``admitted <X-Request-ID>`` once the server hands a
+request over, a barrier the client waits for before it breaks the connection.
 """
 
 import logging
@@ -29,7 +29,7 @@ got_request_exception.connect(_record_signal)
 
 def _admitting_wsgi(app):
     def admitted(environ, start_response):
-        logger.info("admitted %s", environ.get("PATH_INFO"))
+        logger.info("admitted %s", environ.get("HTTP_X_REQUEST_ID"))
         return app(environ, start_response)
 
     return admitted
@@ -38,7 +38,8 @@ def _admitting_wsgi(app):
 def _admitting_asgi(app):
     async def admitted(scope, receive, send):
         if scope["type"] == "http":
-            logger.info("admitted %s", scope["path"])
+            headers = dict(scope["headers"])
+            logger.info("admitted %s", headers.get(b"x-request-id", b"").decode())
         await app(scope, receive, send)
 
     return admitted
