@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from .harness import (
+    Record,
     Server,
     access_for,
     admitted,
@@ -79,7 +80,7 @@ def fence(server: Server) -> None:
     server.wait_for(event_for(rid), "fence event")
 
 
-def assert_clean_499(server: Server, rid: str, phase: str) -> dict:
+def assert_clean_499(server: Server, rid: str, phase: str) -> Record:
     (access,) = server.wait_for(access_for(rid), "access record")
     assert access["level"] == "INFO"
     assert access["access"]["status"] == 499
