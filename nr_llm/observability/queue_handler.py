@@ -34,15 +34,38 @@ def build_handler(target: logging.Handler | Mapping[str, Any]) -> logging.Handle
     return handler
 
 
+class _Listener(logging.handlers.QueueListener):
+    def __init__(self, bounded: queue.Queue[Any], target: logging.Handler) -> None:
+        super().__init__(bounded, target, respect_handler_level=True)
+        self._bounded = bounded
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Deliver what is queued, then stop; a bounded wait where the stdlib's never ends.
+
+        The stdlib puts its stop sentinel with put_nowait, which fails on a full bounded
+        queue; waiting for room is right, waiting forever on a stuck sink is not.
+        """
+        thread = self._thread
+        if thread is None:
+            return
+        self._thread = None
+        try:
+            self._bounded.put(None, timeout=timeout)  # None is the stdlib's stop sentinel
+        except queue.Full:
+            return  # the sink is stuck; the daemon thread must not hold up shutdown
+        thread.join(timeout)
+
+
 class BoundedQueueHandler(logging.handlers.QueueHandler):
     def __init__(self, target: logging.Handler | Mapping[str, Any], maxsize: int = 10_000) -> None:
         if maxsize <= 0:
             raise ValueError("maxsize must be positive: an unbounded queue is not a bound")
-        super().__init__(queue.Queue(maxsize))
+        self._bounded: queue.Queue[Any] = queue.Queue(maxsize)
+        super().__init__(self._bounded)
         self.target = build_handler(target)
         self._dropped = 0
         self._count_lock = threading.Lock()
-        self._listener: logging.handlers.QueueListener | None = None
+        self._listener: _Listener | None = None
         self._listener_pid: int | None = None
         self._start_lock = threading.Lock()
 
@@ -58,18 +81,14 @@ class BoundedQueueHandler(logging.handlers.QueueHandler):
             return
         with self._start_lock:
             if self._listener_pid != pid:
-                self._listener = logging.handlers.QueueListener(
-                    self.queue,
-                    self.target,
-                    respect_handler_level=True,
-                )
+                self._listener = _Listener(self._bounded, self.target)
                 self._listener.start()
                 self._listener_pid = pid
 
     def enqueue(self, record: logging.LogRecord) -> None:
         self._ensure_listener()
         try:
-            self.queue.put_nowait(record)
+            self._bounded.put_nowait(record)
         except queue.Full:
             with self._count_lock:
                 self._dropped += 1
@@ -77,7 +96,7 @@ class BoundedQueueHandler(logging.handlers.QueueHandler):
     def flush(self) -> None:
         """Wait (bounded by the queue) until every record so far reached the target."""
         if self._listener is not None and self._listener_pid == os.getpid():
-            self.queue.join()  # type: ignore[attr-defined]
+            self._bounded.join()
         self.target.flush()
 
     def close(self) -> None:
