@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..conf import conf
-from .events import CANCELLED, RequestEvent, emit
+from .events import CANCELLED, RequestEvent, emit, send, wanted
+from .events import logger as events_logger
 from .ids import request_id_from, trace_id_from
 from .signal import DisconnectSignal, Phase
 from .status import CLIENT_CLOSED_REQUEST
@@ -98,7 +99,7 @@ class Completion:
 
     def _log_access(self, status: int, duration_ms: float) -> None:
         level = access_level(status)
-        if not access_logger.isEnabledFor(level):
+        if not wanted(access_logger, level):
             return
         phase = self.signal.phase if self.signal.aborted else None
         fields: dict[str, Any] = {
@@ -111,9 +112,7 @@ class Completion:
         }
         if phase is not None:
             fields["phase"] = str(phase)
-        access_logger.log(
-            level,
-            "%s %s %s %.1fms %dB rid=%s%s",
+        args = (
             self.method,
             escape(self.path),
             status,
@@ -121,10 +120,12 @@ class Completion:
             self.bytes_sent,
             self.request_id,
             f" phase={phase}" if phase is not None else "",
-            extra={ACCESS_ATTRIBUTE: fields},
         )
+        send(access_logger, level, "%s %s %s %.1fms %dB rid=%s%s", args, {ACCESS_ATTRIBUTE: fields})
 
     def _emit_event(self, status: int, duration_ms: float) -> None:
+        if not wanted(events_logger, logging.INFO):
+            return
         cancelled = self.signal.aborted or status == CLIENT_CLOSED_REQUEST
         if cancelled and not conf.REQUEST_EVENTS["include_cancelled"]:
             return

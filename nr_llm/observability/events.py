@@ -59,6 +59,24 @@ class RequestEvent:
         return row
 
 
+def wanted(target: logging.Logger, level: int) -> bool:
+    """Whether a record at ``level`` would reach any handler (lastResort included).
+
+    Building a LogRecord nobody receives is a measurable share of a trivial request.
+    """
+    if not target.isEnabledFor(level):
+        return False
+    if target.hasHandlers():
+        return True
+    return logging.lastResort is not None and level >= logging.lastResort.level
+
+
 def emit(event: RequestEvent) -> None:
-    if logger.isEnabledFor(logging.INFO):
-        logger.info("request.completed", extra={EVENT_ATTRIBUTE: event})
+    send(logger, logging.INFO, "request.completed", (), {EVENT_ATTRIBUTE: event})
+
+
+def send(target: logging.Logger, level: int, msg: str, args: tuple[Any, ...], extra: dict[str, Any]) -> None:
+    """``target.log()`` without the caller lookup: the source line of a completion record is
+    always this module, and walking the stack for it is a measurable share of a request."""
+    record = target.makeRecord(target.name, level, __file__, 0, msg, args, None, extra=extra)
+    target.handle(record)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
-import uuid
+import threading
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
@@ -17,7 +19,35 @@ def request_id_from(header: str | None) -> str:
     """
     if header and _REQUEST_ID.fullmatch(header):
         return header
-    return uuid.uuid4().hex
+    return _new_request_id()
+
+
+class _Ids:
+    """32 hex digits: a random per-process prefix and a counter.
+
+    uuid4() costs a getrandom() call per request, a measurable share of a trivial
+    view (bench/request_overhead.py); uniqueness only needs one random draw per process.
+    The prefix is redrawn after a fork, so pre-forked workers never share it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._prefix = ""
+        self._counter = itertools.count()
+
+    def next(self) -> str:
+        pid = os.getpid()
+        if pid != self._pid:
+            with self._lock:
+                if pid != self._pid:
+                    self._prefix = os.urandom(8).hex()
+                    self._counter = itertools.count()
+                    self._pid = pid
+        return f"{self._prefix}{next(self._counter) & 0xFFFF_FFFF_FFFF_FFFF:016x}"
+
+
+_new_request_id = _Ids().next
 
 
 def trace_id_from(traceparent: str | None) -> str | None:

@@ -81,9 +81,29 @@ class BoundedQueueHandler(logging.handlers.QueueHandler):
             return
         with self._start_lock:
             if self._listener_pid != pid:
+                # The formatter LOGGING gives this handler is applied where the work now
+                # happens: in the target, on the listener thread.
+                if self.target.formatter is None and self.formatter is not None:
+                    self.target.setFormatter(self.formatter)
                 self._listener = _Listener(self._bounded, self.target)
                 self._listener.start()
                 self._listener_pid = pid
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        """Freeze the message, but leave formatting to the listener thread.
+
+        The stdlib formats in the caller, i.e. inside the request; here the caller only
+        resolves ``msg % args`` (arguments may change after the call) and any traceback.
+        In place, as Python 3.11's QueueHandler does: every handler still sees the same
+        message, and a copy per record is a measurable share of a request.
+        """
+        if record.args:
+            record.msg = record.getMessage()
+            record.args = None
+        if record.exc_info:
+            record.exc_text = record.exc_text or logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        return record
 
     def enqueue(self, record: logging.LogRecord) -> None:
         self._ensure_listener()
