@@ -1,16 +1,22 @@
 """A bounded, non-blocking queue handler: a slow sink never stalls a request.
 
-Records go into a bounded queue that one listener thread drains into the target
-handler. A full queue drops the record and counts it (``dropped``) instead of blocking
-the request or printing a traceback through ``handleError``.
+``emit()`` only appends to a bounded buffer; one listener thread per process drains it
+into the target handler every ``interval`` seconds (and on ``flush()``/``close()``). A
+full buffer drops the record and counts it (``dropped``) instead of blocking the request
+or printing a traceback through ``handleError``.
+
+Why not the stdlib's QueueHandler/QueueListener: their listener is woken for every record
+(a lock and a condition per put), their stop sentinel is put with ``put_nowait`` and
+fails on a full bounded queue, and formatting happens in the caller, i.e. inside the
+request. Draining on a short timer batches the hand-over; a record waits at most about
+``interval`` before it reaches the sink.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-import logging.handlers
 import os
-import queue
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -34,68 +40,57 @@ def build_handler(target: logging.Handler | Mapping[str, Any]) -> logging.Handle
     return handler
 
 
-class _Listener(logging.handlers.QueueListener):
-    def __init__(self, bounded: queue.Queue[Any], target: logging.Handler) -> None:
-        super().__init__(bounded, target, respect_handler_level=True)
-        self._bounded = bounded
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Deliver what is queued, then stop; a bounded wait where the stdlib's never ends.
-
-        The stdlib puts its stop sentinel with put_nowait, which fails on a full bounded
-        queue; waiting for room is right, waiting forever on a stuck sink is not.
-        """
-        thread = self._thread
-        if thread is None:
-            return
-        self._thread = None
-        try:
-            self._bounded.put(None, timeout=timeout)  # None is the stdlib's stop sentinel
-        except queue.Full:
-            return  # the sink is stuck; the daemon thread must not hold up shutdown
-        thread.join(timeout)
-
-
-class BoundedQueueHandler(logging.handlers.QueueHandler):
-    def __init__(self, target: logging.Handler | Mapping[str, Any], maxsize: int = 10_000) -> None:
+class BoundedQueueHandler(logging.Handler):
+    def __init__(
+        self,
+        target: logging.Handler | Mapping[str, Any],
+        maxsize: int = 10_000,
+        interval: float = 0.05,
+        stop_timeout: float = 5.0,
+    ) -> None:
         if maxsize <= 0:
             raise ValueError("maxsize must be positive: an unbounded queue is not a bound")
-        self._bounded: queue.Queue[Any] = queue.Queue(maxsize)
-        super().__init__(self._bounded)
+        super().__init__()
         self.target = build_handler(target)
+        self.maxsize = maxsize
+        self.interval = interval
+        self.stop_timeout = stop_timeout
+        self._buffer: collections.deque[logging.LogRecord] = collections.deque()
         self._dropped = 0
-        self._count_lock = threading.Lock()
-        self._listener: _Listener | None = None
-        self._listener_pid: int | None = None
+        self._drop_lock = threading.Lock()
+        self._drain_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._thread_pid: int | None = None
         self._start_lock = threading.Lock()
 
     @property
     def dropped(self) -> int:
         return self._dropped
 
-    def _ensure_listener(self) -> None:
-        # Started lazily and per process: a thread started before a pre-fork server
-        # forks does not exist in the worker.
-        pid = os.getpid()
-        if self._listener_pid == pid:
+    def handle(self, record: logging.LogRecord) -> bool:
+        # No handler lock: deque.append is atomic, and taking a lock per record is what
+        # this handler exists to avoid.
+        if not self.filter(record):
+            return False
+        self.emit(record)
+        return True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._ensure_thread()
+        if len(self._buffer) >= self.maxsize:
+            with self._drop_lock:
+                self._dropped += 1
             return
-        with self._start_lock:
-            if self._listener_pid != pid:
-                # The formatter LOGGING gives this handler is applied where the work now
-                # happens: in the target, on the listener thread.
-                if self.target.formatter is None and self.formatter is not None:
-                    self.target.setFormatter(self.formatter)
-                self._listener = _Listener(self._bounded, self.target)
-                self._listener.start()
-                self._listener_pid = pid
+        self._buffer.append(self.prepare(record))
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
         """Freeze the message, but leave formatting to the listener thread.
 
-        The stdlib formats in the caller, i.e. inside the request; here the caller only
-        resolves ``msg % args`` (arguments may change after the call) and any traceback.
-        In place, as Python 3.11's QueueHandler does: every handler still sees the same
-        message, and a copy per record is a measurable share of a request.
+        Only ``msg % args`` (arguments may change after the call) and a traceback are
+        resolved here. In place, as Python 3.11's QueueHandler does: every handler still
+        sees the same message, and a copy per record is a measurable share of a request.
         """
         if record.args:
             record.msg = record.getMessage()
@@ -105,26 +100,58 @@ class BoundedQueueHandler(logging.handlers.QueueHandler):
             record.exc_info = None
         return record
 
-    def enqueue(self, record: logging.LogRecord) -> None:
-        self._ensure_listener()
+    def _ensure_thread(self) -> None:
+        # Started lazily and per process: a thread started before a pre-fork server
+        # forks does not exist in the worker.
+        pid = os.getpid()
+        if self._thread_pid == pid:
+            return
+        with self._start_lock:
+            if self._thread_pid == pid:
+                return
+            # The formatter LOGGING gives this handler is applied where the work happens.
+            if self.target.formatter is None and self.formatter is not None:
+                self.target.setFormatter(self.formatter)
+            self._stopping = False
+            self._thread = threading.Thread(target=self._run, name="nr_llm-log-drain", daemon=True)
+            self._thread.start()
+            self._thread_pid = pid
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            self._drain()
+        self._drain()
+
+    def _drain(self, timeout: float = -1) -> bool:
+        if not self._drain_lock.acquire(timeout=timeout):
+            return False
         try:
-            self._bounded.put_nowait(record)
-        except queue.Full:
-            with self._count_lock:
-                self._dropped += 1
+            while self._buffer:
+                record = self._buffer.popleft()
+                if record.levelno >= self.target.level:
+                    self.target.handle(record)
+        finally:
+            self._drain_lock.release()
+        return True
 
     def flush(self) -> None:
-        """Wait (bounded by the queue) until every record so far reached the target."""
-        if self._listener is not None and self._listener_pid == os.getpid():
-            self._bounded.join()
+        """Deliver every record so far, waiting at most ``stop_timeout`` for a busy sink."""
+        if self._thread_pid == os.getpid():
+            self._drain(timeout=self.stop_timeout)
         self.target.flush()
 
     def close(self) -> None:
         try:
-            if self._listener is not None and self._listener_pid == os.getpid():
-                self._listener.stop()  # drains what is queued, then joins the thread
-            self._listener = None
-            self._listener_pid = None
+            thread = self._thread
+            if thread is not None and self._thread_pid == os.getpid():
+                self._stopping = True
+                self._wake.set()
+                # Bounded: a stuck sink must not hold up interpreter shutdown.
+                thread.join(self.stop_timeout)
+            self._thread = None
+            self._thread_pid = None
             self.target.close()
         finally:
             super().close()
