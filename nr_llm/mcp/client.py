@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any, Protocol
 
@@ -81,14 +81,21 @@ class McpClient:
             server_version=clean(conversation.server_info.get("version", ""), NAME_LIMIT),
         )
 
-    def list_tools(self, endpoint: Endpoint) -> list[dict[str, Any]]:
-        """Every advertised tool object, all pages, under one budget."""
+    def list_tools(
+        self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every advertised tool object, all pages, under one budget.
+
+        ``on_page(pages, tools)`` hears after each page how far the walk is. It is progress
+        only: whatever it raises is logged and the walk goes on, so it can never serve as
+        the cancellation seam this client deliberately lacks (seed 000).
+        """
         tools: list[dict[str, Any]] = []
         seen: set[str] = set()
         cursor: str | None = None
         with self._conversation(endpoint) as conversation:
             conversation.open()
-            for _page in range(MAX_PAGES):
+            for pages in range(1, MAX_PAGES + 1):
                 result, latency_ms = conversation.request(
                     "tools/list", {} if cursor is None else {"cursor": cursor}
                 )
@@ -96,6 +103,8 @@ class McpClient:
                 if not isinstance(page, list):
                     raise conversation.malformed("sent a tools/list page without a tools list")
                 tools.extend(tool for tool in page if isinstance(tool, dict))
+                if on_page is not None:
+                    _report_progress(on_page, pages, len(tools))
                 cursor = result.get("nextCursor")
                 if cursor is None:
                     break
@@ -234,3 +243,11 @@ class _Conversation:
     def _next_id(self) -> int:
         self._last_id += 1
         return self._last_id
+
+
+def _report_progress(on_page: Callable[[int, int], None], pages: int, tools: int) -> None:
+    try:
+        on_page(pages, tools)
+    except Exception:
+        # A reporting boundary: a broken progress display must neither fail nor stop the walk.
+        logger.warning("MCP progress callback failed", exc_info=True)
