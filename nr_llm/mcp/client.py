@@ -23,7 +23,7 @@ from .content import outcome_of
 from .deadline import Clock, MonotonicClock, OperationDeadline
 from .endpoint import Endpoint
 from .errors import McpTransportError
-from .hostgate import check_host
+from .hostgate import refuse_private, resolve
 from .results import CallOutcome, ConnectionReport
 from .text import NAME_LIMIT, clean
 from .transport import Reply, SessionFactory, Transport, auth_headers, default_session
@@ -131,8 +131,10 @@ class McpClient:
         deadline = OperationDeadline(endpoint.budget_seconds, self.clock, endpoint.identifier)
         # Both refusals come before any session exists: nothing is sent, nothing attached.
         credential_headers = auth_headers(endpoint)
+        # The lookup spends the operation's budget like a leg does.
+        addresses = resolve(endpoint.url, endpoint.identifier, deadline.grant())
         if not self.allow_private_networks:
-            check_host(endpoint.url, endpoint.identifier)
+            refuse_private(addresses, endpoint.identifier)
         session = self.session_factory()
         try:
             transport = Transport(
@@ -141,6 +143,7 @@ class McpClient:
                 self.clock,
                 auth_headers=credential_headers,
                 allow_private_networks=self.allow_private_networks,
+                addresses=addresses,
             )
             conversation = _Conversation(transport, deadline)
             try:
