@@ -111,7 +111,7 @@ def import_catalogue(
         # The client's message already tells a spent budget apart from a server that
         # failed; say where this installation sets the number, since only it can raise it.
         reason = str(exc)
-        if exc.kind == "deadline_exhausted":
+        if exc.kind in ("deadline_exhausted", "timeout"):
             where = (
                 "this server's operation budget"
                 if server.operation_timeout
