@@ -154,6 +154,7 @@ def test_a_name_outside_the_rule_is_skipped_not_rewritten():
 def test_two_remote_tools_mapping_to_one_local_name_are_both_skipped():
     """Duplicate names: neither is imported, since a call could reach either."""
     server, report = _import([tool("dup"), tool("dup", description="other"), tool("fine")])
+    assert (report.imported, report.skipped) == (1, 2)
     assert report.skip_reasons == (
         "2 remote tools map to the local name mcp_demo_dup; none of them is imported",
     )
