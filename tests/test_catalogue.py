@@ -77,6 +77,7 @@ def test_exactly_500_tools_are_imported():
 
 
 def test_a_transport_error_is_refused_with_its_message_as_the_reason():
+    # A server failure is not this installation's budget: no setting is named.
     """Any McpTransportError from the walk: its message is the reason, the catalogue stays."""
     server = McpServerFactory.create()
     error = McpTransportError("status", server.identifier, f"MCP server {server.identifier} answered 503")
@@ -84,13 +85,14 @@ def test_a_transport_error_is_refused_with_its_message_as_the_reason():
     assert server.import_error == f"MCP server {server.identifier} answered 503"
 
 
+@pytest.mark.parametrize("kind", ["deadline_exhausted", "timeout"])
 @pytest.mark.parametrize(
     ("override", "where"), [(None, "NR_LLM_MCP_OPERATION_TIMEOUT"), (5, "this server's operation budget")]
 )
-def test_a_spent_budget_names_where_this_installation_sets_it(override, where):
-    """deadline_exhausted keeps the client's message and adds which setting holds the budget."""
+def test_a_spent_budget_names_where_this_installation_sets_it(kind, override, where):
+    """A spent budget (before or during a leg) keeps the client's message and names its setting."""
     server = McpServerFactory.create(operation_timeout=override)
-    error = McpTransportError("deadline_exhausted", server.identifier, "budget of 5 s is spent")
+    error = McpTransportError(kind, server.identifier, "budget of 5 s is spent")
     report = import_catalogue(server, client=FakeClient(error=error))
     assert report.refused == f"budget of 5 s is spent (set in {where})"
 
@@ -152,6 +154,7 @@ def test_a_name_outside_the_rule_is_skipped_not_rewritten():
 def test_two_remote_tools_mapping_to_one_local_name_are_both_skipped():
     """Duplicate names: neither is imported, since a call could reach either."""
     server, report = _import([tool("dup"), tool("dup", description="other"), tool("fine")])
+    assert (report.imported, report.skipped) == (1, 2)
     assert report.skip_reasons == (
         "2 remote tools map to the local name mcp_demo_dup; none of them is imported",
     )
