@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from . import tools
@@ -129,7 +129,17 @@ def import_catalogue(
             "and a catalogue is never truncated",
         )
     accepted, reasons = _validate(server.identifier, advertised)
-    report = _reconcile(server, accepted, reasons, len(advertised))
+    try:
+        report = _reconcile(server, accepted, reasons, len(advertised))
+    except IntegrityError:
+        # Two different servers whose names collide (``a`` + ``b_c`` and ``a_b`` + ``c``)
+        # imported at the same moment: the transaction rolled back whole, so nothing is
+        # half-written, and the next import sees the winner's rows and skips with a reason.
+        return _refuse(
+            server,
+            "another server's import claimed one of these tool names at the same moment; "
+            "nothing was changed — run the import again",
+        )
     if progress:
         progress(ImportProgress(server.identifier, "reconciled", report.imported))
     return report

@@ -324,3 +324,24 @@ def test_report_status_and_ok_follow_refusal_and_skips():
     assert ImportReport("s", 1, 1, 0, ("r",)).status == "partial"
     refused = ImportReport("s", 0, 0, 0, (), refused="no URL")
     assert (refused.status, refused.ok) == ("error", False)
+
+
+def test_a_name_claimed_concurrently_by_another_server_is_a_refusal_not_a_crash(monkeypatch):
+    """If another server's import wins a tool name between our check and our insert, the
+    unique constraint fires; the import is refused with a reason and changes nothing."""
+    from django.db import IntegrityError
+
+    server = McpServerFactory.create()
+    McpToolFactory.create(server=server, remote_name="kept", enabled=True)
+    before = _snapshot(server)
+
+    def lost_the_race(*args, **kwargs):
+        raise IntegrityError("duplicate key value violates unique constraint")
+
+    monkeypatch.setattr(McpTool.objects, "bulk_create", lost_the_race)
+    report = import_catalogue(server, client=FakeClient([tool("kept"), tool("new")]))
+    assert report.status == "error"
+    assert "run the import again" in report.refused
+    assert _snapshot(server) == before
+    server.refresh_from_db()
+    assert server.import_status == ImportStatus.ERROR
