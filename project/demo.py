@@ -99,7 +99,20 @@ def main() -> None:
         _wait_for_port(MCP_PORT)
         children.append(
             subprocess.Popen(
-                [sys.executable, "manage.py", "runserver", f"127.0.0.1:{SITE_PORT}", "--noreload"],
+                # gunicorn behind the disconnect-aware WSGI wrapper, not runserver: runserver
+                # cannot tell a client that left from one that waits (docs/observability.md).
+                [
+                    sys.executable,
+                    "-m",
+                    "gunicorn",
+                    "project.wsgi:application",
+                    "--bind",
+                    f"127.0.0.1:{SITE_PORT}",
+                    "--worker-class",
+                    "gthread",
+                    "--threads",
+                    "4",
+                ],
                 cwd=BASE_DIR,
                 start_new_session=True,
             )
@@ -110,6 +123,7 @@ def main() -> None:
             f"  nr-llm demo is up:  http://127.0.0.1:{SITE_PORT}/admin/\n"
             f"  login:              admin / {password}\n"
             f"  demo MCP server:    http://127.0.0.1:{MCP_PORT}/mcp (seeded as 'demo')\n"
+            f"  watch a 499:        curl -m 1 'http://127.0.0.1:{SITE_PORT}/demo/slow/?seconds=5'\n"
             "  Ctrl-C stops everything.\n",
             flush=True,
         )

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import path
 
 from . import views
@@ -8,3 +9,7 @@ urlpatterns = [
     path("demo/slow/", views.slow, name="demo-slow"),
     path("demo/echo/", views.echo, name="demo-echo"),
 ]
+
+# The demo is served by gunicorn (to show real disconnect handling), not runserver, so
+# serve the admin's static files here; this adds nothing unless DEBUG is on.
+urlpatterns += staticfiles_urlpatterns()
