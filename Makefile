@@ -12,7 +12,7 @@ PEERS := tests/e2e/peers
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]' $(DJANGO_SPEC)
+	$(BIN)/python -m pip install -q -e '.[dev]' $(if $(DJANGO_SPEC),'$(DJANGO_SPEC)')
 	touch $(STAMP)
 
 venv: $(STAMP)
