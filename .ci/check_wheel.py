@@ -20,7 +20,7 @@ missing = [
 ]
 if missing:
     sys.exit("the wheel is missing: " + ", ".join(missing))
-if str(installed).startswith(str(Path.cwd())):
+if "site-packages" not in installed.parts:
     sys.exit(f"nr_llm was imported from the checkout ({installed}), not from the wheel")
 
 settings.configure(
