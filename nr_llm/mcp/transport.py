@@ -1,0 +1,324 @@
+"""One HTTP leg of an MCP operation over ``requests``: the only module that touches
+``requests`` and the only place its exceptions are mapped.
+
+Each leg asks the operation's deadline for a grant before anything is built, sends with
+``timeout=(grant, grant)`` (never None or 0), streams the answer under a watchdog that
+ends the leg when the grant is spent, and stops reading at the size cap. A JSON body and
+an event stream are read the same way: the first JSON-RPC response to our request id is
+the answer; server requests and notifications before it are skipped.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+import urllib3.exceptions
+from requests.adapters import HTTPAdapter
+
+from . import jsonrpc
+from .deadline import Clock, OperationDeadline
+from .endpoint import Endpoint
+from .errors import McpTransportError
+from .eventstream import EventStreamDecoder
+from .text import clean
+from .watchdog import POOL_CLASSES, LegWatchdog, RefusedPeer
+
+MAX_BODY_BYTES = 2 * 1024 * 1024
+_CHUNK_BYTES = 64 * 1024
+# Header token characters (RFC 9110) for a credential's header name.
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# A session id is visible ASCII (MCP transports, "Session Management").
+_SESSION_ID = re.compile(r"^[\x21-\x7e]{1,512}$")
+
+SessionFactory = Callable[[], requests.Session]
+
+
+def default_session() -> requests.Session:
+    session = requests.Session()
+    # No proxies or .netrc credentials from the environment: a netrc password must not
+    # reach an MCP server, and a proxy would make the host gate judge the wrong address.
+    session.trust_env = False
+    return session
+
+
+class _WatchedAdapter(HTTPAdapter):
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = POOL_CLASSES
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    answer: dict[str, Any] | None
+    session_id: str | None
+    latency_ms: int
+
+
+class Transport:
+    """The legs of one operation against one server, over one ``requests`` session."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        session: requests.Session,
+        clock: Clock,
+        *,
+        auth_headers: dict[str, str],
+        allow_private_networks: bool,
+    ) -> None:
+        self.endpoint = endpoint
+        self.server = endpoint.identifier
+        self._session = session
+        self._clock = clock
+        self._allow_private_networks = allow_private_networks
+        adapter = _WatchedAdapter(max_retries=0)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        self.auth_headers = auth_headers
+
+    def post(
+        self,
+        deadline: OperationDeadline,
+        message: dict[str, Any],
+        *,
+        session_id: str | None,
+        protocol_version: str | None,
+    ) -> Reply:
+        """Send one JSON-RPC message; for a request, return the server's answer to it."""
+        return self._leg(deadline, "POST", message, session_id, protocol_version)
+
+    def delete_session(
+        self, deadline: OperationDeadline, session_id: str, protocol_version: str | None
+    ) -> Reply:
+        return self._leg(deadline, "DELETE", None, session_id, protocol_version)
+
+    def _leg(
+        self,
+        deadline: OperationDeadline,
+        method: str,
+        message: dict[str, Any] | None,
+        session_id: str | None,
+        protocol_version: str | None,
+    ) -> Reply:
+        # Deliberately outside the try below: a spent budget is not a failing server.
+        grant = deadline.grant()
+        headers = {"Accept": "application/json, text/event-stream", "Accept-Encoding": "identity"}
+        headers.update(self.auth_headers)
+        if session_id is not None:
+            headers["Mcp-Session-Id"] = session_id
+        if protocol_version is not None:
+            headers["MCP-Protocol-Version"] = protocol_version
+        body = None
+        if message is not None:
+            headers["Content-Type"] = "application/json"
+            body = json.dumps(message, separators=(",", ":")).encode()
+        request_id = message.get("id") if message is not None and "id" in message else None
+        started = self._clock.monotonic_ns()
+        with LegWatchdog(grant, allow_private_networks=self._allow_private_networks) as watchdog:
+            try:
+                response = self._session.request(
+                    method,
+                    self.endpoint.url,
+                    data=body,
+                    headers=headers,
+                    timeout=(grant, grant),
+                    allow_redirects=False,
+                    stream=True,
+                )
+                try:
+                    answer = self._answer(response, request_id, session_id, watchdog, grant)
+                finally:
+                    response.close()
+            except RefusedPeer as exc:
+                raise McpTransportError(
+                    "refused_host",
+                    self.server,
+                    f"MCP server {self.server!r}: the connection reached a non-public address; "
+                    "private networks are not allowed here.",
+                ) from exc
+            except (
+                requests.RequestException,
+                urllib3.exceptions.HTTPError,
+                http.client.HTTPException,
+                OSError,
+            ) as exc:
+                raise self._failure(exc, watchdog.fired, grant, deadline) from exc
+        latency_ms = (self._clock.monotonic_ns() - started) // 1_000_000
+        issued = response.headers.get("Mcp-Session-Id")
+        if issued is not None and not _SESSION_ID.match(issued):
+            raise McpTransportError(
+                "malformed", self.server, f"MCP server {self.server!r} issued an invalid session id."
+            )
+        return Reply(status=response.status_code, answer=answer, session_id=issued, latency_ms=latency_ms)
+
+    def _answer(
+        self,
+        response: requests.Response,
+        request_id: object,
+        session_id: str | None,
+        watchdog: LegWatchdog,
+        grant: int,
+    ) -> dict[str, Any] | None:
+        status = response.status_code
+        self._check_status(status, response, session_id, expects_body=request_id is not None)
+        if request_id is None or not isinstance(request_id, int):
+            return None  # a notification (202) or a DELETE: nothing to read
+        media = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+        chunks = self._chunks(response, watchdog, grant)
+        if media == "text/event-stream":
+            decoder = EventStreamDecoder()
+            for chunk in chunks:
+                for event in decoder.feed(chunk):
+                    message = jsonrpc.decode(event.data, self.server, "an event")
+                    if jsonrpc.is_answer(message, request_id):
+                        return message  # type: ignore[no-any-return]
+            raise McpTransportError(
+                "malformed",
+                self.server,
+                f"MCP server {self.server!r} ended its event stream without an answer.",
+            )
+        if media == "application/json" or media.endswith("+json"):
+            raw = b"".join(chunks)
+            if not raw.strip():
+                raise McpTransportError(
+                    "malformed", self.server, f"MCP server {self.server!r} sent an empty body."
+                )
+            found = jsonrpc.find_answer(jsonrpc.decode(raw, self.server, "a body"), request_id)
+            if found is None:
+                raise McpTransportError(
+                    "malformed",
+                    self.server,
+                    f"MCP server {self.server!r} sent JSON that answers no request of ours.",
+                )
+            return found
+        raise McpTransportError(
+            "content_type",
+            self.server,
+            f"MCP server {self.server!r} answered with {clean(media or 'no content type', 60)!s}, "
+            "neither JSON nor an event stream (is the URL an MCP endpoint?).",
+        )
+
+    def _check_status(
+        self, status: int, response: requests.Response, session_id: str | None, *, expects_body: bool
+    ) -> None:
+        name = self.server
+        if 300 <= status < 400:
+            where = clean(response.headers.get("Location", "elsewhere"))
+            raise McpTransportError(
+                "redirect",
+                name,
+                f"MCP server {name!r} redirected (HTTP {status}) to {where}; redirects are not followed.",
+            )
+        if status == 404 and session_id is not None:
+            raise McpTransportError(
+                "session_expired", name, f"MCP server {name!r} no longer knows the session (HTTP 404)."
+            )
+        if status in (401, 403):
+            raise McpTransportError(
+                "status",
+                name,
+                f"MCP server {name!r} refused the request (HTTP {status}): check its credential.",
+            )
+        if status == 405 and response.request.method == "DELETE":
+            return  # the server does not let clients end sessions: allowed by the spec
+        if not 200 <= status < 300:
+            raise McpTransportError("status", name, f"MCP server {name!r} answered HTTP {status}.")
+        if expects_body and status in (202, 204):
+            raise McpTransportError(
+                "malformed", name, f"MCP server {name!r} answered a request with HTTP {status} and no body."
+            )
+
+    def _chunks(self, response: requests.Response, watchdog: LegWatchdog, grant: int) -> Iterator[bytes]:
+        total = 0
+        while True:
+            chunk = response.raw.read1(_CHUNK_BYTES, decode_content=True)
+            if not chunk:
+                if watchdog.fired:
+                    raise self._timeout(grant)
+                return
+            total += len(chunk)
+            if total > MAX_BODY_BYTES:
+                raise McpTransportError(
+                    "too_large",
+                    self.server,
+                    f"MCP server {self.server!r} sent more than {MAX_BODY_BYTES // (1024 * 1024)} MiB; "
+                    "reading stopped at the cap.",
+                )
+            yield chunk
+
+    def _timeout(self, grant: int) -> McpTransportError:
+        return McpTransportError(
+            "timeout",
+            self.server,
+            f"MCP server {self.server!r} did not answer within the {grant} s left of this "
+            "operation's budget.",
+        )
+
+    def _failure(
+        self, exc: Exception, fired: bool, grant: int, deadline: OperationDeadline
+    ) -> McpTransportError:
+        """Map an I/O failure, most specific first. The exception's own text is never used:
+        it can carry the URL (and a secret in its query string)."""
+        if fired or isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError):
+            return self._timeout(grant)
+        if isinstance(
+            exc,
+            requests.exceptions.InvalidURL
+            | requests.exceptions.MissingSchema
+            | requests.exceptions.InvalidSchema
+            | requests.exceptions.InvalidHeader,
+        ):
+            return McpTransportError(
+                "unreachable", self.server, f"MCP server {self.server!r} has an unusable URL."
+            )
+        if isinstance(exc, requests.ConnectionError) and not isinstance(
+            exc, requests.exceptions.ChunkedEncodingError
+        ):
+            return McpTransportError(
+                "unreachable",
+                self.server,
+                f"MCP server {self.server!r} could not be reached ({type(exc).__name__}).",
+            )
+        return McpTransportError(
+            "unreachable",
+            self.server,
+            f"MCP server {self.server!r}: the connection broke during the answer ({type(exc).__name__}).",
+        )
+
+
+def auth_headers(endpoint: Endpoint) -> dict[str, str]:
+    """The credential as a header, attached per request; fail closed when it cannot be."""
+    if not endpoint.needs_credential:
+        return {}
+    name = endpoint.identifier
+    if endpoint.credential is None:
+        reason = clean(endpoint.credential_problem or "no credential is configured")
+        raise McpTransportError(
+            "missing_credential",
+            name,
+            f"MCP server {name!r} was not contacted: its credential is unavailable ({reason}).",
+        )
+    # requests would quote a bad value back in its exception text: refuse it here, unquoted.
+    value = endpoint.credential
+    if not value or value != value.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise McpTransportError(
+            "missing_credential",
+            name,
+            f"MCP server {name!r} was not contacted: its credential is not a valid header value.",
+        )
+    if endpoint.auth_placement == "bearer":
+        return {"Authorization": f"Bearer {value}"}
+    if not _TOKEN.match(endpoint.auth_header_name):
+        raise McpTransportError(
+            "missing_credential",
+            name,
+            f"MCP server {name!r} was not contacted: no valid credential header name is set.",
+        )
+    return {endpoint.auth_header_name: value}
