@@ -13,11 +13,8 @@ from django.core.management import call_command
 import nr_llm
 
 installed = Path(nr_llm.__file__).parent
-missing = [
-    name
-    for name in (line.strip() for line in sys.stdin)
-    if name and not (installed / Path(name).relative_to("nr_llm")).exists()
-]
+tracked = [Path(line.strip()).relative_to("nr_llm") for line in sys.stdin if line.strip()]
+missing = [str(name) for name in tracked if not (installed / name).exists()]
 if missing:
     sys.exit("the wheel is missing: " + ", ".join(missing))
 if "site-packages" not in installed.parts:
@@ -33,9 +30,34 @@ settings.configure(
         "nr_llm",
     ],
     DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+    MIDDLEWARE=[
+        "django.contrib.sessions.middleware.SessionMiddleware",
+        "django.contrib.auth.middleware.AuthenticationMiddleware",
+        "django.contrib.messages.middleware.MessageMiddleware",
+    ],
+    TEMPLATES=[
+        {
+            "BACKEND": "django.template.backends.django.DjangoTemplates",
+            "APP_DIRS": True,
+            "OPTIONS": {
+                "context_processors": [
+                    "django.template.context_processors.request",
+                    "django.contrib.auth.context_processors.auth",
+                    "django.contrib.messages.context_processors.messages",
+                ]
+            },
+        }
+    ],
     SECRET_KEY="wheel-check-only-0123456789",
 )
 django.setup()
 call_command("migrate", verbosity=0)
 call_command("check")
+
+from django.template.loader import get_template  # noqa: E402
+
+# Every shipped template must load from the installed package.
+for name in tracked:
+    if name.parts[0] == "templates":
+        get_template(str(Path(*name.parts[1:])))
 print(f"wheel OK: {installed}")
