@@ -23,6 +23,8 @@ from . import connection
 from .forms import McpServerForm
 from .models import McpServer, McpTool
 
+STYLES = {"all": ["nr_llm/admin.css"]}
+
 
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin[McpServer]):
@@ -87,6 +89,9 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         ),
     ]
 
+    class Media:
+        css = STYLES
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpServer]:
         # One query for the tools column instead of three per row.
         return (
@@ -148,10 +153,12 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         for server in queryset:
             report = connection.test_connection(server)
             if report.reachable:
-                self.message_user(request, columns.connection_summary(server.identifier, report))
+                self.message_user(
+                    request, columns.connection_summary(server.identifier, report), messages.SUCCESS
+                )
             else:
                 self.message_user(
-                    request, f"{server.identifier}: not reachable: {report.error}", messages.ERROR
+                    request, f"Connection to {server.identifier} failed: {report.error}", messages.ERROR
                 )
 
 
@@ -185,6 +192,9 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "created",
         "updated",
     ]
+
+    class Media:
+        css = STYLES
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Tools come from a server's catalogue; one typed by hand would call nothing real.

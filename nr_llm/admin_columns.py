@@ -66,7 +66,7 @@ def error_preview(error: str) -> str:
 
 def connection_summary(identifier: str, report: ConnectionReport) -> str:
     """One line for a reachable server; plain text, escaped where it is shown."""
-    parts = [f"{identifier}: reachable"]
+    parts = [f"Connection to {identifier}: reachable"]
     if report.latency_ms is not None:
         parts[0] += f" in {report.latency_ms} ms"
     if report.protocol_version:

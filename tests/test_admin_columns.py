@@ -84,5 +84,5 @@ def test_connection_summary_names_latency_protocol_and_server():
         server_version="1.2.3",
     )
     assert columns.connection_summary("demo", report) == (
-        "demo: reachable in 42 ms · protocol 2025-06-18 · server “peer” version 1.2.3"
+        "Connection to demo: reachable in 42 ms · protocol 2025-06-18 · server “peer” version 1.2.3"
     )

@@ -7,11 +7,13 @@ import pytest
 from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 
-from nr_llm.endpoints import endpoint_for
+from nr_llm.endpoints import endpoint_for, mcp_client
 from nr_llm.health import HealthRecorder
+from nr_llm.mcp import McpTransportError
 from nr_llm.models import ImportStatus, McpServer
 
 from .factories import McpServerFactory
+from .peers import sdk_server
 
 pytestmark = pytest.mark.django_db
 STAMP = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
@@ -96,3 +98,34 @@ def test_a_failed_write_leaves_the_callers_transaction_usable(caplog):
     # On PostgreSQL an error without a savepoint aborts the transaction and this query fails.
     McpServer.objects.filter(pk=server.pk).update(name="still writable")
     assert McpServer.objects.get(pk=server.pk).name == "still writable"
+
+
+@pytest.mark.e2e
+def test_a_tool_call_returns_its_answer_when_the_stamp_cannot_be_written(settings, caplog):
+    """Against a real MCP server: the health write raises, the tool call still answers."""
+    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+    with sdk_server("--stateless") as url:
+        server = McpServerFactory.create(identifier="peer", url=url)
+        with connection.execute_wrapper(_refuse_health_updates):
+            outcome = mcp_client().call_tool(endpoint_for(server), "echo", {"text": "still here"})
+    assert (outcome.text, outcome.is_error) == ("still here", False)
+    assert "could not record contact with MCP server peer" in caplog.text
+    server.refresh_from_db()
+    assert server.last_contact is None
+
+
+@pytest.mark.e2e
+def test_a_successful_call_stamps_and_a_failed_one_does_not(settings):
+    """A real call stamps contact; a call to a server that is gone raises and leaves no stamp."""
+    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+    with sdk_server("--stateless") as url:
+        server = McpServerFactory.create(url=url)
+        mcp_client().call_tool(endpoint_for(server), "echo", {"text": "hi"})
+    server.refresh_from_db()
+    stamped = (server.last_contact, server.last_latency_ms)
+    assert stamped[0] is not None and stamped[1] is not None
+    # The peer has stopped: the same call now fails, and the stamp stays as it was.
+    with pytest.raises(McpTransportError):
+        mcp_client().call_tool(endpoint_for(server), "echo", {"text": "hi"})
+    server.refresh_from_db()
+    assert (server.last_contact, server.last_latency_ms) == stamped
