@@ -12,5 +12,7 @@ class NrLlmConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks
+        from .observability import log_filters
 
         checks.register()
+        log_filters.install()

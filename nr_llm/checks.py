@@ -82,11 +82,30 @@ def check_request_events(**kwargs: Any) -> list[CheckMessage]:
     ]
 
 
+COMPLETION_MIDDLEWARE = "nr_llm.observability.middleware.RequestCompletionMiddleware"
+
+
+def check_completion_middleware_is_last(**kwargs: Any) -> list[CheckMessage]:
+    middleware = list(getattr(settings, "MIDDLEWARE", None) or [])
+    # Only the innermost middleware's process_exception hook runs before every other
+    # hook and Django's exception conversion (see nr_llm/observability/middleware.py).
+    if COMPLETION_MIDDLEWARE in middleware and middleware[-1] != COMPLETION_MIDDLEWARE:
+        return [
+            Error(
+                "RequestCompletionMiddleware must be the last entry in MIDDLEWARE.",
+                hint="Anywhere else, another middleware turns a client disconnect into a 500 first.",
+                id="nr_llm.E030",
+            )
+        ]
+    return []
+
+
 def register() -> None:
     for check in (
         check_operation_timeout,
         check_allow_private_networks,
         check_credential_keys,
         check_request_events,
+        check_completion_middleware_is_last,
     ):
         register_check(check, "nr_llm")

@@ -42,6 +42,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, always: its process_exception hook must run before every other one
+    # (docs/observability.md, check nr_llm.E030).
+    "nr_llm.observability.middleware.RequestCompletionMiddleware",
 ]
 
 ROOT_URLCONF = "project.urls"
@@ -86,12 +89,32 @@ for _name, _read in _NR_LLM_FROM_ENV.items():
     if _name in env.ENVIRON:
         globals()[_name] = _read(_name)
 
+# Every completion is an access record on nr_llm.access (stderr, via "nr_llm"), so the
+# server console shows each request once. Structured RequestEvents (nr_llm.requests)
+# go to stderr as JSON lines only when LOG_REQUEST_EVENTS is set.
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "jsonl": {"()": "nr_llm.observability.json_lines.JsonLinesFormatter"},
+    },
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "events": {
+            "()": "nr_llm.observability.queue_handler.BoundedQueueHandler",
+            "target": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr"},
+            "maxsize": 10_000,
+            "formatter": "jsonl",
+        },
+    },
     "loggers": {
         "nr_llm": {"handlers": ["stderr"], "level": "INFO", "propagate": True},
+        "project": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        "nr_llm.requests": {
+            "handlers": ["events"] if env.bool("LOG_REQUEST_EVENTS", default=False) else [],
+            "level": "INFO",
+            "propagate": False,
+        },
     },
 }

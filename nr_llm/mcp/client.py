@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any, Protocol
 
@@ -23,7 +23,7 @@ from .content import outcome_of
 from .deadline import Clock, MonotonicClock, OperationDeadline
 from .endpoint import Endpoint
 from .errors import McpTransportError
-from .hostgate import check_host
+from .hostgate import refuse_private, resolve
 from .results import CallOutcome, ConnectionReport
 from .text import NAME_LIMIT, clean
 from .transport import Reply, SessionFactory, Transport, auth_headers, default_session
@@ -78,14 +78,19 @@ class McpClient:
             server_version=clean(conversation.server_info.get("version", ""), NAME_LIMIT),
         )
 
-    def list_tools(self, endpoint: Endpoint) -> list[dict[str, Any]]:
-        """Every advertised tool object, all pages, under one budget."""
+    def list_tools(
+        self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every advertised tool object, all pages, under one budget.
+
+        ``on_page(pages, tools)`` hears after each page how far the walk is (progress only).
+        """
         tools: list[dict[str, Any]] = []
         seen: set[str] = set()
         cursor: str | None = None
         with self._conversation(endpoint) as conversation:
             conversation.open()
-            for _page in range(MAX_PAGES):
+            for pages in range(1, MAX_PAGES + 1):
                 result, latency_ms = conversation.request(
                     "tools/list", {} if cursor is None else {"cursor": cursor}
                 )
@@ -93,6 +98,8 @@ class McpClient:
                 if not isinstance(page, list):
                     raise conversation.malformed("sent a tools/list page without a tools list")
                 tools.extend(tool for tool in page if isinstance(tool, dict))
+                if on_page is not None:
+                    on_page(pages, len(tools))
                 cursor = result.get("nextCursor")
                 if cursor is None:
                     break
@@ -124,8 +131,10 @@ class McpClient:
         deadline = OperationDeadline(endpoint.budget_seconds, self.clock, endpoint.identifier)
         # Both refusals come before any session exists: nothing is sent, nothing attached.
         credential_headers = auth_headers(endpoint)
+        # The lookup spends the operation's budget like a leg does.
+        addresses = resolve(endpoint.url, endpoint.identifier, deadline.grant())
         if not self.allow_private_networks:
-            check_host(endpoint.url, endpoint.identifier)
+            refuse_private(addresses, endpoint.identifier)
         session = self.session_factory()
         try:
             transport = Transport(
@@ -134,6 +143,7 @@ class McpClient:
                 self.clock,
                 auth_headers=credential_headers,
                 allow_private_networks=self.allow_private_networks,
+                addresses=addresses,
             )
             conversation = _Conversation(transport, deadline)
             try:

@@ -46,10 +46,12 @@ class OperationDeadline:
         self.budget_seconds = effective_budget(budget_seconds)
         self.server = server
         self._clock = clock
-        self._started_ns = clock.monotonic_ns()
+        self._started_ns: int | None = None
         self._budget_ns = math.ceil(self.budget_seconds * _NS)
 
     def remaining_ns(self) -> int:
+        if self._started_ns is None:
+            return self._budget_ns
         return self._budget_ns - (self._clock.monotonic_ns() - self._started_ns)
 
     def grant(self) -> int:
@@ -59,12 +61,17 @@ class OperationDeadline:
         never built, let alone sent.
         """
         remaining = self.remaining_ns()
+        if self._started_ns is None:
+            # The clock starts when the first leg asks, so the first leg always gets the
+            # whole budget: a budget raised to the floor can send at least that leg.
+            self._started_ns = self._clock.monotonic_ns()
         if remaining < MINIMUM_LEG_SECONDS * _NS:
+            left = max(remaining, 0) // (_NS // 10) / 10  # rounded down: never claim time that is not there
             raise McpTransportError(
                 "deadline_exhausted",
                 self.server,
                 f"MCP server {self.server!r} was not asked: this operation's budget of "
-                f"{self.budget_seconds:g} s is spent ({max(remaining, 0) / _NS:.1f} s left, a request "
+                f"{self.budget_seconds:g} s is spent ({left:.1f} s left, a request "
                 f"needs at least {MINIMUM_LEG_SECONDS} s). The budget is this installation's "
                 "setting; raise it if the server is slow but legitimate.",
             )

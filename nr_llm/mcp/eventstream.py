@@ -68,9 +68,10 @@ class EventStreamDecoder:
         event, self._event = self._event or "message", ""
         identifier, self._id = self._id, None
         retry, self._retry = self._retry, None
-        if not data:
+        joined = "\n".join(data)
+        if not joined:
             return None  # e.g. the priming event a 2025-11-25 server sends for resumption
-        return Event(data="\n".join(data), event=event, id=identifier, retry_ms=retry)
+        return Event(data=joined, event=event, id=identifier, retry_ms=retry)
 
 
 def _line_end(text: str, start: int) -> tuple[int, int] | None:

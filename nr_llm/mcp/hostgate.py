@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 from urllib.parse import urlsplit
 
 from .errors import McpTransportError
@@ -21,7 +22,9 @@ def forbidden(address: IPAddress) -> bool:
     """True for loopback, private, link-local, multicast, reserved, unspecified or any non-global address."""
     if isinstance(address, ipaddress.IPv6Address):
         # An IPv4 address in IPv6 clothing is judged as the IPv4 address it reaches.
-        for embedded in (address.ipv4_mapped, address.sixtofour, (address.teredo or (None, None))[1]):
+        if address.ipv4_mapped is not None:
+            return forbidden(address.ipv4_mapped)
+        for embedded in (address.sixtofour, (address.teredo or (None, None))[1]):
             if embedded is not None and forbidden(embedded):
                 return True
     return (
@@ -49,18 +52,47 @@ def split_target(url: str, server: str) -> tuple[str, int]:
     return parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
-def check_host(url: str, server: str) -> None:
-    """Raise ``refused_host`` when the URL's host resolves to any forbidden address."""
+def resolve(url: str, server: str, seconds: int) -> list[str]:
+    """Every address the URL's host resolves to, looked up once within ``seconds``.
+
+    The system resolver has no timeout of its own, so it runs on a daemon thread that
+    the operation stops waiting for when its grant is spent. The connections of the
+    operation then use exactly these addresses: what the gate judged is what is dialled.
+    """
     host, port = split_target(url, server)
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass  # a name, not a literal address: ask the resolver
+    found: list[list[str]] = []
+    failures: list[Exception] = []
+    done = threading.Event()
+
+    def lookup() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            found.append(list(dict.fromkeys(str(info[4][0]) for info in infos)))
+        except (OSError, UnicodeError) as exc:
+            failures.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=lookup, name="nr-llm-mcp-resolve", daemon=True).start()
+    if not done.wait(seconds):
+        raise McpTransportError(
+            "timeout", server, f"MCP server {server!r}: its host name did not resolve within {seconds} s."
+        )
+    if not found or not found[0]:
         raise McpTransportError(
             "unreachable", server, f"MCP server {server!r}: its host name could not be resolved."
-        ) from exc
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
-        if forbidden(address):
+        ) from (failures[0] if failures else None)
+    return found[0]
+
+
+def refuse_private(addresses: list[str], server: str) -> None:
+    """Raise ``refused_host`` when any address is forbidden."""
+    for address in addresses:
+        if forbidden(ipaddress.ip_address(address.split("%", 1)[0])):
             raise McpTransportError(
                 "refused_host",
                 server,

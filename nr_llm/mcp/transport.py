@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 
 from . import jsonrpc
-from .deadline import Clock, OperationDeadline
+from .deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
 from .endpoint import Endpoint
 from .errors import McpTransportError
 from .eventstream import EventStreamDecoder
@@ -30,6 +31,8 @@ from .text import clean
 from .watchdog import POOL_CLASSES, LegWatchdog, RefusedPeer
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
+# A server that keeps closing its stream early is not followed around forever.
+MAX_RESUMPTIONS = 3
 _CHUNK_BYTES = 64 * 1024
 # Header token characters (RFC 9110) for a credential's header name.
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -53,6 +56,17 @@ class _WatchedAdapter(HTTPAdapter):
         self.poolmanager.pool_classes_by_scheme = POOL_CLASSES
 
 
+class _EndedEarly(McpTransportError):
+    """An event stream that ended before our answer: ``malformed`` unless it can be resumed."""
+
+    def __init__(self, server: str, last_event_id: str | None, retry_ms: int | None) -> None:
+        super().__init__(
+            "malformed", server, f"MCP server {server!r} ended its event stream without an answer."
+        )
+        self.last_event_id = last_event_id
+        self.retry_ms = retry_ms
+
+
 @dataclass(frozen=True)
 class Reply:
     status: int
@@ -72,6 +86,7 @@ class Transport:
         *,
         auth_headers: dict[str, str],
         allow_private_networks: bool,
+        addresses: list[str],
     ) -> None:
         self.endpoint = endpoint
         self.server = endpoint.identifier
@@ -82,6 +97,7 @@ class Transport:
         session.mount("http://", adapter)
         session.mount("https://", adapter)
         self.auth_headers = auth_headers
+        self._addresses = tuple(addresses)
 
     def post(
         self,
@@ -92,7 +108,47 @@ class Transport:
         protocol_version: str | None,
     ) -> Reply:
         """Send one JSON-RPC message; for a request, return the server's answer to it."""
-        return self._leg(deadline, "POST", message, session_id, protocol_version)
+        try:
+            return self._leg(deadline, "POST", message, session_id, protocol_version)
+        except _EndedEarly as ended:
+            return self._resume(deadline, ended, message["id"], session_id, protocol_version)
+
+    def _resume(
+        self,
+        deadline: OperationDeadline,
+        ended: _EndedEarly,
+        request_id: int,
+        session_id: str | None,
+        protocol_version: str | None,
+    ) -> Reply:
+        """Resume a stream the server closed before our answer (GET with Last-Event-ID),
+        after the server's retry interval, and only while that fits in the budget."""
+        for _attempt in range(MAX_RESUMPTIONS):
+            if ended.last_event_id is None:
+                break  # the server offered no way back into the stream
+            wait = (ended.retry_ms or 0) / 1000
+            if deadline.remaining_ns() - wait * 1e9 < MINIMUM_LEG_SECONDS * 1e9:
+                raise McpTransportError(
+                    "malformed",
+                    self.server,
+                    f"MCP server {self.server!r} closed its event stream before answering; resuming "
+                    f"after its retry interval of {wait:g} s would not fit this operation's budget.",
+                ) from ended
+            time.sleep(wait)
+            try:
+                return self._leg(
+                    deadline,
+                    "GET",
+                    None,
+                    session_id,
+                    protocol_version,
+                    expect_id=request_id,
+                    last_event_id=ended.last_event_id,
+                )
+            except _EndedEarly as again:
+                again.last_event_id = again.last_event_id or ended.last_event_id
+                ended = again
+        raise ended
 
     def delete_session(
         self, deadline: OperationDeadline, session_id: str, protocol_version: str | None
@@ -106,10 +162,16 @@ class Transport:
         message: dict[str, Any] | None,
         session_id: str | None,
         protocol_version: str | None,
+        *,
+        expect_id: int | None = None,
+        last_event_id: str | None = None,
     ) -> Reply:
         # Deliberately outside the try below: a spent budget is not a failing server.
         grant = deadline.grant()
         headers = {"Accept": "application/json, text/event-stream", "Accept-Encoding": "identity"}
+        if last_event_id is not None:
+            headers["Accept"] = "text/event-stream"
+            headers["Last-Event-ID"] = last_event_id
         headers.update(self.auth_headers)
         if session_id is not None:
             headers["Mcp-Session-Id"] = session_id
@@ -119,9 +181,11 @@ class Transport:
         if message is not None:
             headers["Content-Type"] = "application/json"
             body = json.dumps(message, separators=(",", ":")).encode()
-        request_id = message.get("id") if message is not None and "id" in message else None
+        request_id = message.get("id") if message is not None and "id" in message else expect_id
         started = self._clock.monotonic_ns()
-        with LegWatchdog(grant, allow_private_networks=self._allow_private_networks) as watchdog:
+        with LegWatchdog(
+            grant, allow_private_networks=self._allow_private_networks, addresses=self._addresses
+        ) as watchdog:
             try:
                 response = self._session.request(
                     method,
@@ -136,6 +200,11 @@ class Transport:
                     answer = self._answer(response, request_id, session_id, watchdog, grant)
                 finally:
                     response.close()
+            except McpTransportError as exc:
+                if watchdog.fired:
+                    # Whatever the cut-off answer looked like, the grant ran out first.
+                    raise self._timeout(grant) from exc
+                raise
             except RefusedPeer as exc:
                 raise McpTransportError(
                     "refused_host",
@@ -149,7 +218,7 @@ class Transport:
                 http.client.HTTPException,
                 OSError,
             ) as exc:
-                raise self._failure(exc, watchdog.fired, grant, deadline) from exc
+                raise self._failure(exc, watchdog.fired, grant) from exc
         latency_ms = (self._clock.monotonic_ns() - started) // 1_000_000
         issued = response.headers.get("Mcp-Session-Id")
         if issued is not None and not _SESSION_ID.match(issued):
@@ -169,7 +238,11 @@ class Transport:
         status = response.status_code
         self._check_status(status, response, session_id, expects_body=request_id is not None)
         if request_id is None or not isinstance(request_id, int):
-            return None  # a notification (202) or a DELETE: nothing to read
+            # A notification (202) or a DELETE: nothing to read. Closing the response
+            # unread drops its connection on purpose: a server may still be busy with a
+            # notification after answering 202 (the SDK server is, for ~40 ms, measured
+            # by bench/mcp_client.py), and the next leg must not queue behind that.
+            return None
         media = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
         chunks = self._chunks(response, watchdog, grant)
         if media == "text/event-stream":
@@ -179,11 +252,7 @@ class Transport:
                     message = jsonrpc.decode(event.data, self.server, "an event")
                     if jsonrpc.is_answer(message, request_id):
                         return message  # type: ignore[no-any-return]
-            raise McpTransportError(
-                "malformed",
-                self.server,
-                f"MCP server {self.server!r} ended its event stream without an answer.",
-            )
+            raise _EndedEarly(self.server, decoder.last_event_id, decoder.retry_ms)
         if media == "application/json" or media.endswith("+json"):
             raw = b"".join(chunks)
             if not raw.strip():
@@ -261,9 +330,7 @@ class Transport:
             "operation's budget.",
         )
 
-    def _failure(
-        self, exc: Exception, fired: bool, grant: int, deadline: OperationDeadline
-    ) -> McpTransportError:
+    def _failure(self, exc: Exception, fired: bool, grant: int) -> McpTransportError:
         """Map an I/O failure, most specific first. The exception's own text is never used:
         it can carry the URL (and a secret in its query string)."""
         if fired or isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError):

@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import heapq
 import ipaddress
+import itertools
+import os
 import socket
 import threading
+import time
 from typing import Any
 
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from .hostgate import forbidden
 
@@ -33,23 +38,29 @@ class RefusedPeer(Exception):
 
 
 class LegWatchdog:
-    """Shuts the leg's socket down ``seconds`` after it was armed, unless disarmed first."""
+    """Shuts the leg's sockets down ``seconds`` after it was entered, unless exited first."""
 
-    def __init__(self, seconds: float, *, allow_private_networks: bool) -> None:
+    def __init__(
+        self, seconds: float, *, allow_private_networks: bool, addresses: tuple[str, ...] = ()
+    ) -> None:
         self.allow_private_networks = allow_private_networks
+        # The operation's vetted addresses: connections dial these, never a fresh lookup.
+        self.addresses = addresses
         self.fired = False
+        self.done = False
+        self._seconds = seconds
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
 
     def __enter__(self) -> LegWatchdog:
         self._token = _current.set(self)
-        self._timer.start()
+        _WATCHMAN.arm(self, time.monotonic() + self._seconds)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._timer.cancel()
+        with self._lock:
+            self.done = True
+            self._sockets.clear()
         _current.reset(self._token)
 
     def watch(self, sock: socket.socket | None) -> None:
@@ -60,11 +71,57 @@ class LegWatchdog:
             if self.fired:
                 _shut(sock)
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
         with self._lock:
+            if self.done:
+                return
             self.fired = True
             for sock in self._sockets:
                 _shut(sock)
+
+
+class _Watchman:
+    """One thread for all legs: a heap of due times, so arming a leg costs a lock, not a thread start.
+
+    A finished leg stays in the heap until it comes due and is then dropped unfired.
+    """
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._due: list[tuple[float, int, LegWatchdog]] = []
+        self._sequence = itertools.count()
+        self._pid = 0
+
+    def arm(self, watchdog: LegWatchdog, due: float) -> None:
+        with self._condition:
+            if self._pid != os.getpid():
+                # First use, or a forked worker (the parent's thread does not exist here).
+                self._pid = os.getpid()
+                self._due.clear()
+                threading.Thread(target=self._run, name="nr-llm-mcp-leg-watchdog", daemon=True).start()
+            heapq.heappush(self._due, (due, next(self._sequence), watchdog))
+            if self._due[0][2] is watchdog:
+                self._condition.notify()
+
+    def _run(self) -> None:
+        with self._condition:
+            while True:
+                if not self._due:
+                    self._condition.wait()
+                    continue
+                due, _, watchdog = self._due[0]
+                if watchdog.done:
+                    heapq.heappop(self._due)
+                    continue
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._condition.wait(wait)
+                    continue
+                heapq.heappop(self._due)
+                watchdog.fire()
+
+
+_WATCHMAN = _Watchman()
 
 
 def _shut(sock: socket.socket) -> None:
@@ -78,6 +135,25 @@ _current: contextvars.ContextVar[LegWatchdog | None] = contextvars.ContextVar("n
 
 class _Watched:
     sock: Any
+    _dns_host: str
+
+    def _new_conn(self) -> socket.socket:
+        watchdog = _current.get()
+        if watchdog is None or not watchdog.addresses:
+            return super()._new_conn()  # type: ignore[misc,no-any-return]
+        failure: Exception | None = None
+        for address in watchdog.addresses:
+            if watchdog.fired:
+                break
+            # urllib3 dials _dns_host; TLS still verifies and sends SNI for the URL's host.
+            self._dns_host = address
+            try:
+                return super()._new_conn()  # type: ignore[misc,no-any-return]
+            except (NewConnectionError, ConnectTimeoutError) as exc:
+                failure = exc
+        if failure is None:
+            raise ConnectTimeoutError(self, "the leg's grant ran out before a connection was made")
+        raise failure
 
     def connect(self) -> None:
         super().connect()  # type: ignore[misc]

@@ -13,7 +13,8 @@ from typing import Any
 
 import responses
 
-URL = "http://mcp.test/mcp"
+# A literal documentation address (TEST-NET-1): no DNS lookup; `responses` answers for it.
+URL = "http://192.0.2.1/mcp"
 
 
 class FakeClock:
@@ -32,7 +33,7 @@ class Seen:
     http_method: str
     rpc_method: str | None
     headers: dict[str, str]
-    body: dict[str, Any] | None
+    body: dict[str, Any]
     timeout: Any
 
 
@@ -48,6 +49,8 @@ class ScriptedServer:
     )
     call_result: dict[str, Any] = field(default_factory=lambda: {"content": [{"type": "text", "text": "ok"}]})
     overrides: dict[str, tuple[int, dict[str, str], str]] = field(default_factory=dict)
+    # How many tools/call requests are answered 404, as by a server that forgot the session.
+    forget_sessions: int = 0
     seen: list[Seen] = field(default_factory=list)
 
     def install(self, mock: responses.RequestsMock, url: str = URL) -> None:
@@ -63,18 +66,21 @@ class ScriptedServer:
         return [seen.rpc_method or seen.http_method for seen in self.seen]
 
     def _answer(self, request: Any) -> tuple[int, dict[str, str], str]:
-        body = json.loads(request.body) if request.body else None
-        method = body.get("method") if body else None
+        body = json.loads(request.body) if request.body else {}
+        method = body.get("method")
         key = method or request.method
         self.seen.append(
             Seen(request.method, method, dict(request.headers), body, request.req_kwargs["timeout"])
         )
         self.clock.advance(self.seconds.get(key, 0.0))
+        if method == "tools/call" and self.forget_sessions > 0:
+            self.forget_sessions -= 1
+            return 404, {}, ""
         if key in self.overrides:
             return self.overrides[key]
         if request.method == "DELETE":
             return 200, {}, ""
-        if body is None or "id" not in body:
+        if "id" not in body:
             return 202, {}, ""
         headers = {"Content-Type": "application/json"}
         if method == "initialize":

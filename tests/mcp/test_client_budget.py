@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import responses
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 
 from .scripted import URL, FakeClock, ScriptedServer
-
-
-@pytest.fixture
-def mock() -> Iterator[responses.RequestsMock]:
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mocked:
-        yield mocked
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 def _client(clock: FakeClock) -> McpClient:

@@ -1,0 +1,174 @@
+"""``RequestCompletionMiddleware``: a classified disconnect completes as 499, nothing else.
+
+Place it LAST in ``MIDDLEWARE``. Django converts exceptions layer by layer, and the
+first code to see an exception from the view or from rendering is the
+``process_exception`` hook of the innermost middleware (hooks run innermost first);
+returning the 499 there precedes every other hook, ``got_request_exception``, the 500
+handler, the ``django.request`` error record and the admin email. Exceptions raised by
+``process_view`` hooks (another middleware reading the body) are reached by calling
+Django's resolver-and-view step directly instead of through the innermost converter;
+anything not classified is re-raised into this layer's own converter, which Django
+built identically, so every other exception is handled exactly as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.utils.functional import empty
+
+from .body import BodyRejected
+from .classify import is_client_disconnect
+from .completion import COMPLETION_KEY, Completion
+from .signal import DisconnectSignal, Phase, signal_for
+from .status import CLIENT_CLOSED_REASON, CLIENT_CLOSED_REQUEST
+
+logger = logging.getLogger(__name__)
+
+GetResponse = Callable[[HttpRequest], Any]
+
+
+def client_closed_response() -> HttpResponse:
+    response = HttpResponse(status=CLIENT_CLOSED_REQUEST, reason=CLIENT_CLOSED_REASON)
+    _mark_logged(response)
+    return response
+
+
+def _mark_logged(response: HttpResponseBase) -> None:
+    # django.utils.log.log_response skips a response carrying this flag; without it
+    # BaseHandler.get_response would log every 499 as a django.request WARNING.
+    response._has_been_logged = True  # type: ignore[attr-defined]
+
+
+def _unconverted(get_response: GetResponse) -> GetResponse:
+    """Django's view step without the innermost converter, when that is what we were given.
+
+    ``convert_exception_to_response`` keeps the wrapped callable as ``__wrapped__``
+    (functools.wraps). Only the handler's own ``_get_response`` is unwrapped, and only
+    when its sync/async mode matches; otherwise the converter stays in place.
+    """
+    inner = getattr(get_response, "__wrapped__", None)
+    if inner is None or getattr(inner, "__name__", None) not in ("_get_response", "_get_response_async"):
+        return get_response
+    if iscoroutinefunction(inner) != iscoroutinefunction(get_response):
+        return get_response
+    unwrapped: GetResponse = inner
+    return unwrapped
+
+
+class RequestCompletionMiddleware:
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: GetResponse) -> None:
+        self.get_response = _unconverted(get_response)
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.is_async:
+            return self.__acall__(request)
+        completion, owned = _open(request)
+        try:
+            response = self.get_response(request)
+        except Exception as exc:
+            response = self._disconnect_or_raise(request, exc)
+        return _close(request, completion, owned, response)
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+        completion, owned = _open(request)
+        get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]] = self.get_response
+        try:
+            response = await get_response(request)
+        except Exception as exc:
+            response = self._disconnect_or_raise(request, exc)
+        # CancelledError (Django cancels the view when the client leaves) is not caught:
+        # cancellation must propagate; the ASGI wrapper records the completion.
+        return _close(request, completion, owned, response)
+
+    def _disconnect_or_raise(self, request: HttpRequest, exc: Exception) -> HttpResponseBase:
+        response = self.process_exception(request, exc)
+        if response is None:
+            raise exc
+        return response
+
+    def process_view(self, request: HttpRequest, *args: Any) -> None:
+        # Record the route now: a cancelled async request never comes back through
+        # __call__, and its completion should still name the route.
+        completion = _completion_of(request)
+        if completion is not None and request.resolver_match is not None:
+            completion.route = request.resolver_match.route
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponseBase | None:
+        if is_client_disconnect(exception, signal_for(request)):
+            return client_closed_response()
+        if isinstance(exception, BodyRejected):
+            return JsonResponse({"error": str(exception)}, status=exception.status_code)
+        completion = _completion_of(request)
+        if completion is not None and completion.error_type is None:
+            completion.error_type = type(exception).__qualname__
+        return None
+
+
+def _completion_of(request: HttpRequest) -> Completion | None:
+    found = request.META.get(COMPLETION_KEY)
+    if found is None:
+        scope = getattr(request, "scope", None)
+        found = scope.get(COMPLETION_KEY) if isinstance(scope, dict) else None
+    return found if isinstance(found, Completion) else None
+
+
+def _open(request: HttpRequest) -> tuple[Completion, bool]:
+    """The wrapper's completion, or one this middleware owns when no wrapper runs."""
+    completion = _completion_of(request)
+    if completion is not None:
+        return completion, False
+    completion = Completion(
+        method=request.method or "",
+        path=request.path,
+        request_id_header=request.headers.get("X-Request-ID"),
+        traceparent=request.headers.get("traceparent"),
+        signal=DisconnectSignal(),
+    )
+    request.META[COMPLETION_KEY] = completion
+    return completion, True
+
+
+def _close(
+    request: HttpRequest, completion: Completion, owned: bool, response: HttpResponseBase
+) -> HttpResponseBase:
+    match = request.resolver_match
+    if match is not None:
+        completion.route = match.route
+    completion.user_id = _user_id(request)
+    signal = completion.signal
+    # Ask the transport once more: a client that left while the view ran must not be
+    # reported as served (nginx's 499). A 5xx stays: it is a server error regardless.
+    if signal.check() and signal.phase is not Phase.RESPONSE and response.status_code < 500:
+        response.close()
+        response = client_closed_response()
+    elif response.status_code == CLIENT_CLOSED_REQUEST:
+        _mark_logged(response)
+    if owned:
+        # Without a wrapper nobody sees the bytes go out; report what Django produced.
+        completion.status_code = response.status_code
+        if not response.streaming:
+            completion.bytes_sent = len(response.content)  # type: ignore[attr-defined]
+        completion.finish()
+    return response
+
+
+def _user_id(request: HttpRequest) -> str | None:
+    user = getattr(request, "user", None)
+    # Only a user something already loaded: resolving a lazy user here would cost a
+    # session and user query on requests that never needed one.
+    if user is None or getattr(user, "_wrapped", None) is empty:
+        return None
+    if getattr(user, "is_authenticated", False):
+        return str(user.pk)
+    return None

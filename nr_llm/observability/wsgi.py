@@ -1,0 +1,202 @@
+"""A thin WSGI wrapper that gives each request a disconnect signal and one completion.
+
+``application = DisconnectAwareWSGI(get_wsgi_application())`` in the site's wsgi.py.
+
+- The input stream never returns a partial body: EOF before Content-Length or a
+  connection reset raises one canonical ``ClientDisconnected`` (phase request_body).
+- Where the server hands over the client socket (gunicorn's ``gunicorn.socket``), the
+  signal can ask it whether the client is still there, the way nginx does: an empty
+  non-blocking peek means the peer closed.
+- A response the server stops iterating early was abandoned because the client went
+  away after the status was sent (phase response).
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import ssl
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NoReturn
+
+from .completion import COMPLETION_KEY, Completion
+from .signal import SIGNAL_KEY, ClientDisconnected, DisconnectSignal, Phase
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class DisconnectAwareInput:
+    """``wsgi.input`` that reads exactly Content-Length bytes or raises the signal's reason."""
+
+    def __init__(self, stream: Any, length: int, signal: DisconnectSignal) -> None:
+        self._stream = stream
+        self._remaining = length
+        self._signal = signal
+
+    def _disconnect(self, cause: BaseException | None) -> NoReturn:
+        error = ClientDisconnected(
+            "the client closed the connection before sending the whole request body"
+            if cause is None
+            else "the client reset the connection during the request body"
+        )
+        error.__cause__ = cause
+        self._signal.abort(error, Phase.REQUEST_BODY)
+        self._signal.raise_reason()
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        wanted = self._remaining if size is None or size < 0 else min(size, self._remaining)
+        if wanted <= 0:
+            return b""
+        if self._signal.aborted:
+            self._signal.raise_reason()
+        chunks: list[bytes] = []
+        got = 0
+        # A blocking read may return less than asked only at EOF; keep asking so a
+        # short read is told apart from a closed connection.
+        while got < wanted:
+            try:
+                data = self._stream.read(wanted - got)
+            except ConnectionError as exc:
+                self._disconnect(exc)
+            if not data:
+                self._disconnect(None)
+            chunks.append(data)
+            got += len(data)
+        self._remaining -= got
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        limit = self._remaining if size is None or size < 0 else min(size, self._remaining)
+        if limit <= 0:
+            return b""
+        if self._signal.aborted:
+            self._signal.raise_reason()
+        try:
+            line = self._stream.readline(limit)
+        except ConnectionError as exc:
+            self._disconnect(exc)
+        if not line or (len(line) < limit and not line.endswith(b"\n")):
+            self._disconnect(None)
+        self._remaining -= len(line)
+        return bytes(line)
+
+    def __iter__(self) -> Iterator[bytes]:
+        while line := self.readline():
+            yield line
+
+
+def socket_probe(sock: object) -> Callable[[], BaseException | None] | None:
+    """A liveness check for a plain TCP client socket, or None where none is possible."""
+    if not isinstance(sock, socket.socket) or isinstance(sock, ssl.SSLSocket):
+        return None
+
+    def probe() -> BaseException | None:
+        try:
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            if not poller.poll(0):
+                return None  # nothing to read: the client is waiting for us
+            # Readable: either a pipelined request (alive) or EOF/reset (gone).
+            data = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except ConnectionError as exc:
+            error = ClientDisconnected("the client reset the connection")
+            error.__cause__ = exc
+            return error
+        except (OSError, ValueError):
+            return None  # a socket we cannot judge is treated as alive
+        return ClientDisconnected("the client closed the connection") if data == b"" else None
+
+    return probe
+
+
+class _Response:
+    """Counts bytes handed to the server and finishes the completion on ``close()``."""
+
+    def __init__(self, result: Iterable[bytes], completion: Completion) -> None:
+        self._result = result
+        self._completion = completion
+        self._exhausted = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        completion = self._completion
+        for chunk in self._result:
+            completion.bytes_sent += len(chunk)
+            yield chunk
+        self._exhausted = True
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._result, "close", None)
+            if close is not None:
+                close()
+        finally:
+            if not self._exhausted:
+                # The server stopped asking for chunks: its write to the client failed.
+                self._completion.signal.abort(
+                    ClientDisconnected("the server stopped sending the response"), Phase.RESPONSE
+                )
+            self._completion.finish()
+
+
+class DisconnectAwareWSGI:
+    """Wrap a WSGI application (Django's handler) with the disconnect signal."""
+
+    def __init__(self, application: WSGIApp) -> None:
+        self.application = application
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        signal = DisconnectSignal(socket_probe(environ.get("gunicorn.socket")))
+        path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+        completion = Completion(
+            method=environ.get("REQUEST_METHOD", ""),
+            # WSGI strings are bytes decoded as latin-1 (PEP 3333); show the real path.
+            path=path.encode("latin-1", "replace").decode("utf-8", "replace"),
+            request_id_header=environ.get("HTTP_X_REQUEST_ID"),
+            traceparent=environ.get("HTTP_TRACEPARENT"),
+            signal=signal,
+        )
+        environ[SIGNAL_KEY] = signal
+        environ[COMPLETION_KEY] = completion
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > 0 and "wsgi.input" in environ:
+            environ["wsgi.input"] = DisconnectAwareInput(environ["wsgi.input"], length, signal)
+
+        def recording_start_response(status: str, headers: Any, exc_info: Any = None) -> Any:
+            completion.status_code = int(status[:3])
+            signal.response_started = True
+            return start_response(status, headers, exc_info)
+
+        try:
+            result = self.application(environ, recording_start_response)
+        except Exception:
+            if completion.status_code is None:
+                completion.status_code = 500
+            completion.finish()
+            raise
+        file_wrapper = environ.get("wsgi.file_wrapper")
+        if file_wrapper is not None and isinstance(file_wrapper, type) and isinstance(result, file_wrapper):
+            # Keep the server's sendfile path: hook close() instead of re-wrapping.
+            return _hook_close(result, completion)
+        return _Response(result, completion)
+
+
+def _hook_close(result: Any, completion: Completion) -> Iterable[bytes]:
+    original = result.close
+
+    def close() -> None:
+        try:
+            original()
+        finally:
+            completion.finish()
+
+    try:
+        result.close = close
+    except AttributeError:
+        completion.finish()
+    wrapped: Iterable[bytes] = result
+    return wrapped

@@ -1,0 +1,66 @@
+"""One server's session id or credential never reaches another (two real peers, one client)."""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from nr_llm.mcp import Endpoint, McpClient
+from tests.peers import running
+
+pytestmark = pytest.mark.e2e
+
+
+def _seen(port: int) -> list[dict[str, str | None]]:
+    return requests.get(f"http://127.0.0.1:{port}/seen", timeout=10).json()  # type: ignore[no-any-return]
+
+
+def test_two_servers_never_see_each_others_session_or_credential() -> None:
+    """Interleaved, concurrent operations on A (bearer) and B (named header) through one client:
+    every request to A carries only A's credential and A-issued session ids, and likewise for B;
+    neither server is ever sent a GET."""
+    command = [sys.executable, "-m", "tests.peers.adversarial"]
+    with running(command) as port_a, running(command) as port_b:
+        a = Endpoint(
+            identifier="a",
+            url=f"http://127.0.0.1:{port_a}/record/0/mcp",
+            credential="secret-of-a",
+            auth_placement="bearer",
+        )
+        b = Endpoint(
+            identifier="b",
+            url=f"http://127.0.0.1:{port_b}/record/0/mcp",
+            credential="secret-of-b",
+            auth_placement="header",
+            auth_header_name="X-Api-Key",
+        )
+        client = McpClient(allow_private_networks=True)
+
+        def operate(index: int) -> str:
+            endpoint = a if index % 2 == 0 else b
+            return client.call_tool(endpoint, "echo", {"text": str(index)}).text
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            assert list(pool.map(operate, range(24))) == ["done"] * 24
+        seen_a, seen_b = _seen(port_a), _seen(port_b)
+
+    assert len(seen_a) == len(seen_b) == 12 * 4  # initialize, initialized, call, DELETE
+    for seen, port, header, value, other in (
+        (seen_a, port_a, "Authorization", "Bearer secret-of-a", "secret-of-b"),
+        (seen_b, port_b, "X-Api-Key", "secret-of-b", "secret-of-a"),
+    ):
+        assert {row["method"] for row in seen} == {
+            "POST initialize",
+            "POST notifications/initialized",
+            "POST tools/call",
+            "DELETE",
+        }
+        assert all(row[header] == value for row in seen)
+        assert other not in repr(seen)
+        sessions = {row["Mcp-Session-Id"] for row in seen if row["method"] != "POST initialize"}
+        assert len(sessions) == 12 and all(str(session).startswith(f"{port}-") for session in sessions)
+        assert all(row["Mcp-Session-Id"] is None for row in seen if row["method"] == "POST initialize")
+    assert seen_a[0]["X-Api-Key"] is None and seen_b[0]["Authorization"] is None

@@ -1,0 +1,98 @@
+"""Credentials: attached per request, fail closed when unresolvable, never in text."""
+
+from __future__ import annotations
+
+import pytest
+
+from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+
+from .scripted import URL, ScriptedServer
+
+SECRET = "s3cr3t-token-value"
+
+
+def _call(mock, clock, endpoint: Endpoint) -> ScriptedServer:
+    server = ScriptedServer(clock)
+    server.install(mock)
+    McpClient(allow_private_networks=True, clock=clock).call_tool(endpoint, "echo")
+    return server
+
+
+def test_a_bearer_credential_is_sent_on_every_leg(mock, clock) -> None:
+    """auth_placement bearer: Authorization: Bearer <credential> on every request, DELETE included."""
+    server = _call(mock, clock, Endpoint(identifier="d", url=URL, credential=SECRET, auth_placement="bearer"))
+    assert [seen.headers.get("Authorization") for seen in server.seen] == [f"Bearer {SECRET}"] * 4
+
+
+def test_a_named_header_credential_is_sent_on_every_leg(mock, clock) -> None:
+    """auth_placement header: the named header carries the credential; no Authorization header."""
+    endpoint = Endpoint(
+        identifier="d", url=URL, credential=SECRET, auth_placement="header", auth_header_name="X-Api-Key"
+    )
+    server = _call(mock, clock, endpoint)
+    assert [seen.headers.get("X-Api-Key") for seen in server.seen] == [SECRET] * 4
+    assert all("Authorization" not in seen.headers for seen in server.seen)
+
+
+def test_no_credential_configured_sends_none(mock, clock) -> None:
+    """auth_placement none: no Authorization header at all."""
+    server = _call(mock, clock, Endpoint(identifier="d", url=URL))
+    assert all("Authorization" not in seen.headers for seen in server.seen)
+
+
+def test_an_unresolvable_credential_fails_closed_before_anything_is_sent(mock, clock) -> None:
+    """needs_credential and credential None: missing_credential with the problem; nothing sent."""
+    server = ScriptedServer(clock)
+    server.install(mock)
+    endpoint = Endpoint(
+        identifier="d",
+        url=URL,
+        auth_placement="bearer",
+        credential_problem="environment variable MCP_KEY is not set",
+    )
+    with pytest.raises(McpTransportError) as caught:
+        McpClient(allow_private_networks=True, clock=clock).call_tool(endpoint, "echo")
+    assert caught.value.kind == "missing_credential"
+    assert "MCP_KEY is not set" in str(caught.value) and "'d'" in str(caught.value)
+    assert server.seen == []
+    assert McpClient(allow_private_networks=True, clock=clock).ping(endpoint).reachable is False
+
+
+@pytest.mark.parametrize("credential", [f"{SECRET}\r\nX-Evil: 1", f" {SECRET}", "", f"{SECRET}\x00"])
+def test_a_credential_that_is_no_valid_header_value_fails_closed_without_quoting_it(
+    mock, clock, credential
+) -> None:
+    """A credential with CR/LF, NUL, surrounding space or nothing at all is refused, unquoted."""
+    server = ScriptedServer(clock)
+    server.install(mock)
+    with pytest.raises(McpTransportError) as caught:
+        McpClient(allow_private_networks=True, clock=clock).call_tool(
+            Endpoint(identifier="d", url=URL, credential=credential, auth_placement="bearer"), "echo"
+        )
+    assert caught.value.kind == "missing_credential"
+    assert SECRET not in str(caught.value) and SECRET not in repr(caught.value)
+    assert server.seen == []
+
+
+def test_a_header_placement_without_a_valid_header_name_fails_closed(mock, clock) -> None:
+    """auth_placement header with an empty or invalid name is missing_credential, nothing sent."""
+    for name in ("", "Bad Header", "X:Y"):
+        with pytest.raises(McpTransportError) as caught:
+            McpClient(allow_private_networks=True, clock=clock).call_tool(
+                Endpoint(
+                    identifier="d", url=URL, credential=SECRET, auth_placement="header", auth_header_name=name
+                ),
+                "echo",
+            )
+        assert caught.value.kind == "missing_credential"
+
+
+def test_the_credential_never_appears_in_reprs_or_errors(mock, clock) -> None:
+    """Endpoint repr hides it, and a 401 error's message and repr do not contain it."""
+    endpoint = Endpoint(identifier="d", url=URL, credential=SECRET, auth_placement="bearer")
+    assert SECRET not in repr(endpoint)
+    server = ScriptedServer(clock, overrides={"tools/call": (401, {}, "")})
+    server.install(mock)
+    with pytest.raises(McpTransportError) as caught:
+        McpClient(allow_private_networks=True, clock=clock).call_tool(endpoint, "echo")
+    assert SECRET not in str(caught.value) and SECRET not in repr(caught.value)

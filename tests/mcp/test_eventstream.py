@@ -1,0 +1,38 @@
+"""The incremental event-stream decoder."""
+
+from __future__ import annotations
+
+from nr_llm.mcp.eventstream import Event, EventStreamDecoder
+
+
+def _feed_bytewise(raw: bytes) -> list[Event]:
+    decoder = EventStreamDecoder()
+    return [event for index in range(len(raw)) for event in decoder.feed(raw[index : index + 1])]
+
+
+def test_events_are_dispatched_on_blank_lines_whatever_the_chunking() -> None:
+    """Fed one byte at a time, with LF, CRLF and CR line ends, the same events come out."""
+    raw = b'event: message\r\nid: 7\r\ndata: {"a":\r\ndata: 1}\r\n\r\ndata: two\n\ndata: three\r\r\n'
+    events = _feed_bytewise(raw)
+    assert events == [
+        Event(data='{"a":\n1}', event="message", id="7"),
+        Event(data="two"),
+        Event(data="three"),
+    ]
+
+
+def test_comments_and_data_less_events_are_not_dispatched() -> None:
+    """Keep-alive comments and a priming event with only an id produce nothing, but the id is remembered."""
+    decoder = EventStreamDecoder()
+    assert decoder.feed(b": ping\n\nid: prime-1\nretry: 1500\ndata:\n\n") == []
+    assert decoder.last_event_id == "prime-1" and decoder.retry_ms == 1500
+
+
+def test_utf8_split_across_chunks_is_decoded() -> None:
+    """A multi-byte character split between chunks arrives whole."""
+    assert _feed_bytewise("data: Grüße\n\n".encode()) == [Event(data="Grüße")]
+
+
+def test_an_unfinished_event_is_not_dispatched() -> None:
+    """Data without the closing blank line is held back (the stream ended early)."""
+    assert EventStreamDecoder().feed(b"data: half\n") == []

@@ -1,0 +1,161 @@
+"""The host gate: private, loopback and other non-public addresses are refused before anything is sent."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+import pytest
+import responses
+
+from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import client as client_module
+from nr_llm.mcp.hostgate import forbidden, refuse_private, resolve
+
+
+def check_host(url: str, server: str) -> None:
+    refuse_private(resolve(url, server, 5), server)
+
+
+REFUSED = [
+    "127.0.0.1",
+    "127.8.9.1",
+    "10.1.2.3",
+    "172.16.0.1",
+    "192.168.1.1",
+    "169.254.169.254",
+    "0.0.0.0",
+    "224.0.0.1",
+    "240.0.0.1",
+    "100.64.0.1",
+    "255.255.255.255",
+    "::1",
+    "::",
+    "fe80::1",
+    "fc00::1",
+    "ff02::1",
+    "::ffff:127.0.0.1",
+    "::ffff:10.0.0.1",
+    "2002:7f00:1::",
+]
+PUBLIC = ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8"]
+
+
+@pytest.mark.parametrize("address", REFUSED)
+def test_non_public_addresses_are_forbidden(address: str) -> None:
+    """Loopback, private, link-local, multicast, reserved, unspecified, CGNAT, mapped: forbidden."""
+    assert forbidden(ipaddress.ip_address(address))
+
+
+@pytest.mark.parametrize("address", PUBLIC)
+def test_public_addresses_pass(address: str) -> None:
+    """Global IPv4 and IPv6 addresses (also IPv4-mapped) are allowed."""
+    assert not forbidden(ipaddress.ip_address(address))
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1/mcp", "http://[::1]:8080/mcp", "https://localhost/mcp", "http://10.0.0.8/"]
+)
+def test_check_host_refuses_urls_that_resolve_inside(url: str) -> None:
+    """A URL whose host resolves to any forbidden address is refused_host, naming the server."""
+    with pytest.raises(McpTransportError) as caught:
+        check_host(url, "inner")
+    assert caught.value.kind == "refused_host" and "'inner'" in str(caught.value)
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/", "http:///mcp", "not a url", "http://host:99999/"])
+def test_a_url_without_a_usable_http_host_is_unreachable(url: str) -> None:
+    """A non-http(s) URL or one without a host is 'unreachable' before any lookup."""
+    with pytest.raises(McpTransportError) as caught:
+        check_host(url, "x")
+    assert caught.value.kind == "unreachable"
+
+
+def test_a_refused_host_is_not_even_connected_to() -> None:
+    """With private networks off, a loopback server gets no TCP connection and no credential."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        endpoint = Endpoint(
+            identifier="inner", url=f"http://127.0.0.1:{port}/mcp", credential="tok", auth_placement="bearer"
+        )
+        report = McpClient().ping(endpoint)
+        listener.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    assert report.reachable is False and "not contacted" in report.error
+
+
+def test_a_public_address_is_let_through() -> None:
+    """With private networks off, a public literal address passes the gate and is asked."""
+    with responses.RequestsMock() as mock:
+        mock.post("http://93.184.216.34/mcp", status=500)
+        report = McpClient().ping(Endpoint(identifier="pub", url="http://93.184.216.34/mcp"))
+        assert len(mock.calls) == 1
+    assert "HTTP 500" in report.error
+
+
+def test_a_connection_that_lands_on_a_private_address_is_refused(monkeypatch) -> None:
+    """DNS rebinding: should the name resolve publicly at the gate and privately at connect time,
+    the connected peer address is checked too, and nothing is sent over it."""
+    from tests.peers import sdk_server
+
+    monkeypatch.setattr(
+        client_module, "refuse_private", lambda addresses, server: None
+    )  # the gate was fooled
+    with sdk_server("--stateless") as url, pytest.raises(McpTransportError) as caught:
+        McpClient().call_tool(Endpoint(identifier="rebound", url=url), "echo", {"text": "x"})
+    assert caught.value.kind == "refused_host" and "'rebound'" in str(caught.value)
+
+
+def test_allow_private_networks_skips_the_gate() -> None:
+    """allow_private_networks=True lets the client talk to loopback."""
+    from tests.peers import sdk_server
+
+    with sdk_server("--stateless") as url:
+        assert McpClient(allow_private_networks=True).ping(Endpoint(identifier="local", url=url)).reachable
+
+
+def test_a_hanging_resolver_is_bounded_by_the_budget(monkeypatch) -> None:
+    """A DNS lookup that never answers ends the operation with 'timeout' at the budget, nothing sent."""
+    import time
+
+    def hang(*args, **kwargs):
+        time.sleep(5)
+        raise OSError("gave up")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hang)
+    started = time.monotonic()
+    report = McpClient().ping(
+        Endpoint(identifier="slowdns", url="https://mcp.example.com/mcp", budget_seconds=1)
+    )
+    assert report.reachable is False and "did not resolve within 1 s" in report.error
+    assert time.monotonic() - started < 2
+
+
+def test_a_host_name_is_resolved_once_and_its_vetted_address_is_dialled(monkeypatch) -> None:
+    """One lookup per operation; every leg connects to the address the gate judged, never a fresh answer."""
+    import sys
+
+    from tests.peers import running
+
+    real = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def pinned_name(host, port, *args, **kwargs):
+        if host == "mcp.example.com":
+            lookups.append(host)
+            if len(lookups) > 1:  # a rebinding resolver: only the first answer is honest
+                return real("10.255.255.1", port, *args, **kwargs)
+            return real("127.0.0.1", port, *args, **kwargs)
+        return real(host, port, *args, **kwargs)
+
+    with running([sys.executable, "-m", "tests.peers.adversarial"]) as port:
+        monkeypatch.setattr(socket, "getaddrinfo", pinned_name)
+        client = McpClient(allow_private_networks=True)
+        outcome = client.call_tool(
+            Endpoint(identifier="named", url=f"http://mcp.example.com:{port}/fine/0/mcp"), "x"
+        )
+    assert outcome.text == "done"
+    assert lookups == ["mcp.example.com"]

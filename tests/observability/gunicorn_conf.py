@@ -1,0 +1,11 @@
+"""Gunicorn on an OS-chosen port that announces ``PORT <n>`` (tests.peers.running)."""
+
+bind = ["127.0.0.1:0"]
+workers = 1
+accesslog = None
+loglevel = "warning"
+graceful_timeout = 5
+
+
+def when_ready(server):
+    print(f"PORT {server.LISTENERS[0].sock.getsockname()[1]}", flush=True)

@@ -1,0 +1,135 @@
+"""One completion per request: access record levels and the RequestEvent row shapes."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from nr_llm.observability import ClientDisconnected, DisconnectSignal, Phase
+from nr_llm.observability.completion import Completion, access_level
+from nr_llm.observability.ids import request_id_from, trace_id_from
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def completion(status: int | None, *, aborted_in: Phase | None = None, **headers: str) -> Completion:
+    signal = DisconnectSignal()
+    if aborted_in is not None:
+        signal.abort(ClientDisconnected("gone"), aborted_in)
+    done = Completion(
+        method="GET",
+        path="/x/",
+        request_id_header=headers.get("rid"),
+        traceparent=headers.get("traceparent"),
+        signal=signal,
+    )
+    done.status_code = status
+    done.route = "x/"
+    return done
+
+
+@pytest.mark.parametrize(
+    ("status", "level"),
+    [(101, logging.INFO), (200, logging.INFO), (302, logging.INFO), (499, logging.INFO),
+     (403, logging.WARNING), (404, logging.WARNING), (500, logging.ERROR), (503, logging.ERROR)],
+)  # fmt: skip
+def test_access_levels(status, level):
+    """INFO for 1xx-3xx and every 499, WARNING for other 4xx, ERROR for 5xx."""
+    assert access_level(status) == level
+
+
+def test_finish_reports_once(logs):
+    """A second finish() is a no-op: one access record, one event."""
+    done = completion(200)
+    done.finish()
+    done.finish()
+    assert len(logs.named("nr_llm.access")) == 1
+    assert len(logs.named("nr_llm.requests")) == 1
+
+
+def test_success_and_failure_rows_have_no_outcome_key(logs):
+    """Ordinary rows keep the legacy shape: no ``outcome``; a failure names its error type."""
+    ok = completion(200, rid="rid-ok", traceparent=TRACEPARENT)
+    failed = completion(500)
+    failed.error_type = "ValueError"
+    ok.finish()
+    failed.finish()
+    rows = [record.nr_llm_event.as_dict() for record in logs.named("nr_llm.requests")]
+    assert [("outcome" in row, row["ok"], row["status_code"]) for row in rows] == [
+        (False, True, 200),
+        (False, False, 500),
+    ]
+    assert rows[0]["request_id"] == "rid-ok"
+    assert rows[0]["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert "error_type" not in rows[0]
+    assert rows[1]["error_type"] == "ValueError"
+
+
+def test_a_cancelled_completion_emits_no_event_by_default(logs):
+    """include_cancelled is False by default: the access record only."""
+    completion(None, aborted_in=Phase.HANDLER).finish()
+    assert [r.nr_llm_access["status"] for r in logs.named("nr_llm.access")] == [499]
+    assert logs.named("nr_llm.requests") == []
+
+
+def test_an_opted_in_cancellation_row(logs, settings):
+    """Opted in: outcome="cancelled", ok=False, status 499 and no error fields."""
+    settings.NR_LLM_REQUEST_EVENTS = {"include_cancelled": True}
+    done = completion(None, aborted_in=Phase.REQUEST_BODY)
+    done.error_type = "UnreadablePostError"
+    done.finish()
+    (record,) = logs.named("nr_llm.requests")
+    row = record.nr_llm_event.as_dict()
+    assert (row["outcome"], row["ok"], row["status_code"]) == ("cancelled", False, 499)
+    assert "error_type" not in row
+    assert set(row) == {
+        "request_id", "trace_id", "method", "route", "status_code", "ok",
+        "duration_ms", "started_at", "user_id", "outcome",
+    }  # fmt: skip
+
+
+def test_a_5xx_is_kept_even_when_the_client_left(logs):
+    """An unclassified exception is a server error whatever the client did."""
+    completion(500, aborted_in=Phase.HANDLER).finish()
+    (access,) = logs.named("nr_llm.access")
+    assert (access.levelname, access.nr_llm_access["status"]) == ("ERROR", 500)
+
+
+def test_a_control_character_in_the_path_stays_on_one_line(logs):
+    """The client-controlled path is escaped in the message."""
+    done = completion(404)
+    done.path = "/evil\n200 forged line"
+    done.finish()
+    (access,) = logs.named("nr_llm.access")
+    assert "\n" not in access.getMessage()
+
+
+@pytest.mark.parametrize("header", [None, "", "a b", "x" * 129, "line\nbreak"])
+def test_an_unusable_request_id_is_replaced(header):
+    """Only a plain token up to 128 characters is taken from X-Request-ID."""
+    assert request_id_from(header) != header
+    assert len(request_id_from(header)) == 32
+
+
+@pytest.mark.parametrize(
+    "header",
+    [None, "garbage", "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+     "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"],
+)  # fmt: skip
+def test_an_invalid_traceparent_has_no_trace_id(header):
+    """Malformed, all-zero and version-ff traceparents carry no trace id."""
+    assert trace_id_from(header) is None
+
+
+@pytest.mark.django_db
+def test_the_event_names_the_authenticated_user(logs):
+    """A request whose user was loaded carries that user's id; the route is the URL pattern."""
+    user = get_user_model().objects.create_user("ada", password="pw-for-tests-only")
+    client = Client()
+    client.force_login(user)
+    client.get("/admin/", HTTP_X_REQUEST_ID="rid-user")
+    rows = [r.nr_llm_event.as_dict() for r in logs.named("nr_llm.requests")]
+    assert [(row["request_id"], row["user_id"]) for row in rows] == [("rid-user", str(user.pk))]

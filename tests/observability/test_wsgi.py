@@ -1,0 +1,102 @@
+"""The WSGI wrapper: a body is read whole or the canonical reason is raised; the socket probe;
+a response abandoned by the server keeps its status with phase=response."""
+
+from __future__ import annotations
+
+import io
+import socket
+
+import pytest
+
+from nr_llm.observability import ClientDisconnected, DisconnectSignal, Phase
+from nr_llm.observability.wsgi import DisconnectAwareInput, socket_probe
+
+from .drivers import ResettingStream, wrapped_wsgi, wsgi_call
+
+
+class Trickle(io.BytesIO):
+    """A stream that returns at most 3 bytes per read, as a socket may."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        return super().read(3 if size is None or size < 0 else min(size, 3))
+
+
+def test_short_reads_are_joined_into_the_whole_body():
+    """Short reads before EOF are not a disconnect: the caller gets exactly what it asked for."""
+    stream = DisconnectAwareInput(Trickle(b"0123456789"), 10, DisconnectSignal())
+    assert stream.read(7) == b"0123456"
+    assert stream.read() == b"789"
+    assert stream.read() == b""
+
+
+def test_eof_before_content_length_raises_and_never_returns_a_partial_body():
+    """EOF before Content-Length raises ClientDisconnected (no cause) and aborts in request_body."""
+    signal = DisconnectSignal()
+    stream = DisconnectAwareInput(io.BytesIO(b"partial"), 100, signal)
+    with pytest.raises(ClientDisconnected) as info:
+        stream.read()
+    assert info.value is signal.reason
+    assert info.value.__cause__ is None
+    assert signal.phase is Phase.REQUEST_BODY
+
+
+def test_a_reset_raises_one_canonical_error_chained_from_the_transport_error():
+    """A reset becomes ClientDisconnected from the ConnectionResetError; every later read raises
+    that same object."""
+    signal = DisconnectSignal()
+    stream = DisconnectAwareInput(ResettingStream(b"abc"), 100, signal)
+    with pytest.raises(ClientDisconnected) as first:
+        stream.read(50)
+    assert isinstance(first.value.__cause__, ConnectionResetError)
+    with pytest.raises(ClientDisconnected) as second:
+        stream.readline()
+    assert second.value is first.value is signal.reason
+    assert isinstance(second.value.__cause__, ConnectionResetError)
+
+
+def test_readline_at_eof_mid_body_raises():
+    """A line cut off by EOF before Content-Length is a disconnect, not a short line."""
+    stream = DisconnectAwareInput(io.BytesIO(b"line one\nline t"), 40, DisconnectSignal())
+    assert stream.readline() == b"line one\n"
+    with pytest.raises(ClientDisconnected):
+        stream.readline()
+
+
+def test_socket_probe_tells_a_waiting_client_a_pipelined_one_and_a_closed_one_apart():
+    """Nothing to read: alive; unread data: alive; EOF: ClientDisconnected."""
+    server, client = socket.socketpair()
+    with server, client:
+        probe = socket_probe(server)
+        assert probe is not None
+        assert probe() is None
+        client.sendall(b"GET /next HTTP/1.1\r\n")
+        assert probe() is None
+        assert server.recv(100)
+        client.close()
+        assert isinstance(probe(), ClientDisconnected)
+
+
+def test_no_probe_without_a_plain_socket():
+    """Servers that do not hand over their socket get no probe (the signal stays passive)."""
+    assert socket_probe(None) is None
+    assert socket_probe(object()) is None
+
+
+def test_a_response_the_server_abandons_keeps_its_status_with_phase_response(site, logs):
+    """The server stopping after the first chunk (its write failed) is a disconnect in phase
+    response; the access record keeps the 200 that was already sent."""
+    status, first = wsgi_call(wrapped_wsgi(), "GET", "/streams/", consume=False)
+    assert (status, first) == ("200 OK", b"first chunk ")
+    (access,) = logs.named("nr_llm.access")
+    assert access.levelname == "INFO"
+    assert (access.nr_llm_access["status"], access.nr_llm_access["phase"]) == (200, "response")
+    assert access.nr_llm_access["bytes"] == len(first)
+
+
+def test_a_complete_response_counts_its_bytes_and_has_no_phase(site, logs):
+    """A response iterated to the end is one plain completion with its byte count."""
+    status, body = wsgi_call(wrapped_wsgi(), "GET", "/streams/")
+    assert status == "200 OK"
+    (access,) = logs.named("nr_llm.access")
+    assert access.nr_llm_access["bytes"] == len(body) == len(b"first chunk second chunk")
+    assert "phase" not in access.nr_llm_access

@@ -1,0 +1,119 @@
+"""Views that raise a disconnect from each place in Django's chain (in-process tests)."""
+
+import asyncio
+import contextlib
+import errno
+
+from django.http import HttpResponse, StreamingHttpResponse
+from django.template.response import SimpleTemplateResponse
+from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
+
+from nr_llm.observability import ClientDisconnected, read_json
+
+CANCELLED_VIEWS: list[str] = []
+
+
+def reason(request):
+    return HttpResponse(repr(read_json(request, max_bytes=10_000)))
+
+
+def wrapped_reason(request):
+    try:
+        read_json(request, max_bytes=10_000)
+    except ClientDisconnected as exc:
+        raise RuntimeError("the upstream step failed") from exc
+    return HttpResponse("unreachable")
+
+
+def unrelated_reset(request):
+    # Swallow the client's disconnect, then fail on an outbound call with the same
+    # class, errno and message: only identity may classify.
+    with contextlib.suppress(ClientDisconnected):
+        read_json(request, max_bytes=10_000)
+    raise ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+
+
+def abort_error_while_active(request):
+    raise ClientDisconnected("raised by application code, the client is still here")
+
+
+class _RenderReadsBody(SimpleTemplateResponse):
+    def __init__(self, request):
+        super().__init__(template="unused.html")
+        self._request = request
+
+    def render(self):
+        read_json(self._request, max_bytes=10_000)
+        return self
+
+
+def render_reason(request):
+    return _RenderReadsBody(request)
+
+
+def ok(request):
+    return HttpResponse("ok")
+
+
+def site_499(request):
+    return HttpResponse(status=499)
+
+
+def process_view_target(request):
+    return HttpResponse("the body-reading middleware ran first")
+
+
+async def waits_forever(request):
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        CANCELLED_VIEWS.append(request.path)
+        raise
+    return HttpResponse("not cancelled")
+
+
+def streams(request):
+    return StreamingHttpResponse(iter([b"first chunk ", b"second chunk"]))
+
+
+async def _chunks():
+    for chunk in (b"first chunk ", b"second chunk"):
+        yield chunk
+
+
+def streams_async(request):
+    # Django warns about (and tests fail on) a sync iterator served over ASGI.
+    return StreamingHttpResponse(_chunks())
+
+
+urlpatterns = [
+    # JSON endpoints are CSRF-exempt, as an API would be; /form/ keeps CSRF on.
+    path("reason/", csrf_exempt(reason)),
+    path("wrapped-reason/", csrf_exempt(wrapped_reason)),
+    path("unrelated-reset/", csrf_exempt(unrelated_reset)),
+    path("abort-error-while-active/", abort_error_while_active),
+    path("render-reason/", csrf_exempt(render_reason)),
+    path("ok/", ok),
+    path("site-499/", site_499),
+    path("process-view/", csrf_exempt(process_view_target)),
+    path("waits-forever/", csrf_exempt(waits_forever)),
+    path("streams/", streams),
+    path("streams-async/", streams_async),
+    path("form/", ok),
+]
+
+
+class BodyReadingMiddleware:
+    """Another middleware whose process_view reads the body (as CSRF does)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view, args, kwargs):
+        if request.path == "/process-view/":
+            request.body  # noqa: B018
+        return None

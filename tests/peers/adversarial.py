@@ -1,0 +1,196 @@
+"""An MCP server that misbehaves on purpose, for the client's wall-clock tests.
+
+``python -m tests.peers.adversarial`` binds 127.0.0.1 on an OS-chosen port and prints
+``PORT <n>``. The first path segment picks the misbehaviour, the second its seconds;
+``/fine/0/mcp`` is a well-behaved stateless server with one ``echo`` tool:
+
+    slow-init/S       initialize answers after S seconds
+    slow-work/S       tools/call answers after S seconds
+    slow-pages/S      tools/list: 50 pages, each after S seconds
+    trickle/S         tools/call: headers, then one body byte every S seconds
+    slow-headers/S    tools/call: the status line and headers one byte every S seconds
+    silence/S         tools/call: headers promising a body, then nothing for S seconds
+    keepalive/S       tools/call: an event stream of keep-alive comments every S seconds
+    endless/0         tools/call: an endless JSON body, as fast as the client reads
+    drop/S            tools/call: an event stream that offers resumption (event id, retry
+                      S seconds) and closes before the answer; ``GET`` with that
+                      Last-Event-ID then streams the answer
+    record/0          well-behaved, with sessions; remembers each request's session id and
+                      credential headers, served as JSON by ``GET /seen`` (not MCP)
+
+Every sleep is bounded (a handler gives up after ``LIMIT_SECONDS``) and a write to a
+client that left ends the handler, so nothing outlives the test that started it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+LIMIT_SECONDS = 60.0
+PAGES = 50
+SEEN: list[dict[str, str | None]] = []
+SESSIONS = itertools.count(1)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    session_header = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: a test peer speaks only when it fails
+
+    def do_DELETE(self) -> None:
+        self._remember("DELETE")
+        self._send(200 if self.path.startswith("/record/") else 405, b"", "text/plain")
+
+    def do_GET(self) -> None:
+        if self.path == "/seen":
+            self._send(200, json.dumps(SEEN).encode(), "application/json")
+            return
+        self._remember("GET")
+        resumed = self.headers.get("Last-Event-ID", "")
+        if self.path.startswith("/drop/") and resumed.startswith("call-"):
+            body = {"id": int(resumed.removeprefix("call-"))}
+            event = b"id: answer\ndata: " + _encode(body, {"content": [{"type": "text", "text": "resumed"}]})
+            self._send(200, event + b"\n\n", "text/event-stream")
+            return
+        self._send(405, b"", "text/plain")
+
+    def _remember(self, method: str) -> None:
+        if self.path.startswith("/record/") or method == "GET":
+            names = ("Mcp-Session-Id", "Authorization", "X-Api-Key", "Last-Event-ID", "MCP-Protocol-Version")
+            headers = {name: self.headers.get(name) for name in names}
+            SEEN.append({"method": method, **headers})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        parts = self.path.strip("/").split("/")
+        scenario, seconds = parts[0], float(parts[1]) if len(parts) > 1 else 0.0
+        method = body.get("method")
+        self._remember(f"POST {method}")
+        if "id" not in body:
+            self._send(202, b"", "text/plain")
+            return
+        if method == "initialize":
+            if scenario == "slow-init":
+                time.sleep(min(seconds, LIMIT_SECONDS))
+            if scenario == "record":
+                self.session_header = f"{self.server.server_address[1]}-{next(SESSIONS)}"  # type: ignore[index]
+            self._result(
+                body,
+                {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "adversarial", "version": "0"},
+                },
+            )
+        elif method == "tools/list":
+            self._page(body, scenario, seconds)
+        elif method == "tools/call":
+            self._call(body, scenario, seconds)
+        else:
+            self._result(body, {})
+
+    def _page(self, body: dict[str, Any], scenario: str, seconds: float) -> None:
+        cursor = (body.get("params") or {}).get("cursor")
+        index = int(cursor) if cursor else 0
+        if scenario == "slow-pages":
+            time.sleep(min(seconds, LIMIT_SECONDS))
+        page: dict[str, Any] = {"tools": [{"name": f"tool_{index}", "inputSchema": {"type": "object"}}]}
+        if scenario == "slow-pages" and index + 1 < PAGES:
+            page["nextCursor"] = str(index + 1)
+        self._result(body, page)
+
+    def _call(self, body: dict[str, Any], scenario: str, seconds: float) -> None:
+        answer = _encode(body, {"content": [{"type": "text", "text": "done"}]})
+        if scenario == "slow-work":
+            time.sleep(min(seconds, LIMIT_SECONDS))
+        elif scenario == "trickle":
+            self._head(200, "application/json", len(answer) + 10_000)
+            self._drip(b" " * 10_000 + answer, seconds)
+            return
+        elif scenario == "slow-headers":
+            head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Padding: {'x' * 500}\r\n"
+            self._drip(head.encode(), seconds)
+            return
+        elif scenario == "silence":
+            self._head(200, "application/json", len(answer))
+            time.sleep(min(seconds, LIMIT_SECONDS))
+            self._write(answer)
+            return
+        elif scenario == "keepalive":
+            self._head(200, "text/event-stream", None)
+            self._drip(b": keep-alive\n\n" * 1000, seconds, step=len(b": keep-alive\n\n"))
+            return
+        elif scenario == "drop":
+            self._head(200, "text/event-stream", None)
+            self._write(f"id: call-{body['id']}\nretry: {int(seconds * 1000)}\ndata:\n\n".encode())
+            return
+        elif scenario == "endless":
+            self._head(200, "application/json", None)
+            self._write(b'{"jsonrpc":"2.0","id":' + str(body["id"]).encode() + b',"result":{"content":"')
+            chunk = b"x" * 65536
+            started = time.monotonic()
+            while time.monotonic() - started < LIMIT_SECONDS and self._write(chunk):
+                pass
+            return
+        self._send(200, answer, "application/json")
+
+    def _result(self, body: dict[str, Any], result: dict[str, Any]) -> None:
+        self._send(200, _encode(body, result), "application/json")
+
+    def _head(self, status: int, content_type: str, length: int | None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        if self.session_header:
+            self.send_header("Mcp-Session-Id", self.session_header)
+            self.session_header = ""
+        if length is None:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(length))
+        self.end_headers()
+
+    def _send(self, status: int, payload: bytes, content_type: str) -> None:
+        self._head(status, content_type, len(payload))
+        self._write(payload)
+
+    def _drip(self, payload: bytes, seconds: float, step: int = 1) -> None:
+        started = time.monotonic()
+        for offset in range(0, len(payload), step):
+            if time.monotonic() - started > LIMIT_SECONDS or not self._write(payload[offset : offset + step]):
+                return
+            time.sleep(seconds)
+
+    def _write(self, data: bytes) -> bool:
+        try:
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+            return False
+        return True
+
+
+def _encode(body: dict[str, Any], result: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": result}).encode()
+
+
+def main() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(f"PORT {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

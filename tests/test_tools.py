@@ -1,0 +1,251 @@
+"""The tool API: register, definitions, and execute's error results (no network here).
+
+Remote execution against a real MCP server is in tests/test_tools_sdk.py.
+"""
+
+import logging
+
+import pytest
+
+from nr_llm import tools
+from nr_llm.mcp import McpTransportError
+from nr_llm.models import DataClass
+
+from .factories import McpServerFactory, McpToolFactory
+from .fakes import FakeClient
+
+pytestmark = pytest.mark.django_db
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+
+@pytest.fixture
+def local_tool():
+    """A local tool registered for one test and removed after it."""
+
+    @tools.register("site_weather", "The site's own weather tool.", SCHEMA)
+    def weather(city: str) -> dict[str, str]:
+        return {"city": city, "sky": "clear"}
+
+    yield weather
+    tools.unregister("site_weather")
+
+
+def test_register_as_a_decorator_returns_the_function_and_lists_the_tool(local_tool):
+    """The decorator leaves the function usable and makes the tool known by name."""
+    assert local_tool("Bonn") == {"city": "Bonn", "sky": "clear"}
+    assert "site_weather" in tools.local_tool_names()
+
+
+def test_register_as_a_call_works_too():
+    """register(name, description, schema, fn) registers without decorator syntax."""
+    tools.register("site_ping", "Ping.", {"type": "object"}, lambda: "pong")
+    try:
+        assert tools.execute("site_ping", {}) == tools.ToolResult("pong", False, "")
+    finally:
+        tools.unregister("site_ping")
+
+
+def test_registering_a_name_twice_is_an_error(local_tool):
+    """A second registration under one name is refused instead of silently replacing the first."""
+    with pytest.raises(ValueError, match="already registered"):
+        tools.register("site_weather", "again", SCHEMA, lambda city: city)
+
+
+@pytest.mark.parametrize(
+    ("name", "schema", "message"),
+    [
+        ("has space", {"type": "object"}, "must match"),
+        ("x" * 65, {"type": "object"}, "must match"),
+        ("ok_name", {"type": "string"}, 'top-level "type" must be "object"'),
+        ("ok_name", {"type": "object", "$defs": {}}, r"uses '\$defs'"),
+    ],
+)
+def test_register_refuses_a_bad_name_or_schema(name, schema, message):
+    """A local tool obeys the same name rule and schema normaliser as a remote one."""
+    with pytest.raises(ValueError, match=message):
+        tools.register(name, "d", schema, lambda: None)
+    assert name not in tools.local_tool_names()
+
+
+def _remote(enabled=True, server_enabled=True, orphaned=False, **fields):
+    server = McpServerFactory.create(
+        identifier=fields.pop("identifier", "demo"),
+        name=fields.pop("server_name", "Demo server"),
+        enabled=server_enabled,
+        data_class=fields.pop("data_class", DataClass.SOURCE_CODE),
+        requires_approval=fields.pop("requires_approval", False),
+    )
+    return McpToolFactory.create(
+        server=server, remote_name="echo", enabled=enabled, orphaned=orphaned, input_schema=SCHEMA, **fields
+    )
+
+
+def test_openai_definitions_list_local_then_enabled_remote_tools_with_their_origin(local_tool):
+    """A remote description starts with its server, so a model never takes it for the site's own."""
+    _remote(description="Echo the text.")
+    assert tools.definitions("openai") == [
+        {
+            "type": "function",
+            "function": {
+                "name": "site_weather",
+                "description": "The site's own weather tool.",
+                "parameters": SCHEMA,
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "mcp_demo_echo",
+                "description": '[via MCP server "Demo server"] Echo the text.',
+                "parameters": SCHEMA,
+            },
+        },
+    ]
+
+
+def test_anthropic_definitions_use_input_schema():
+    """The Anthropic shape is name, description and input_schema."""
+    _remote(description="Echo.")
+    assert tools.definitions(format="anthropic") == [
+        {
+            "name": "mcp_demo_echo",
+            "description": '[via MCP server "Demo server"] Echo.',
+            "input_schema": SCHEMA,
+        }
+    ]
+
+
+def test_an_unknown_format_is_an_error():
+    """Only the two documented formats exist."""
+    with pytest.raises(ValueError, match='"openai" or "anthropic"'):
+        tools.definitions("gemini")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "state",
+    [{"enabled": False}, {"server_enabled": False}, {"orphaned": True}],
+    ids=["tool disabled", "server disabled", "orphaned"],
+)
+def test_disabled_or_orphaned_tools_are_not_offered(state):
+    """Only enabled, non-orphaned tools of enabled servers yield a definition."""
+    _remote(**state)
+    assert tools.definitions() == []
+
+
+def test_a_stored_schema_that_is_no_longer_an_object_yields_no_definition(caplog):
+    """A schema edited into something else is left out, and the log says which tool and why."""
+    _remote(identifier="a")
+    broken = _remote(identifier="b")
+    broken.input_schema = {"type": "array"}
+    broken.save()
+    with caplog.at_level(logging.WARNING, logger="nr_llm.tools"):
+        names = [d["function"]["name"] for d in tools.definitions()]
+    assert names == ["mcp_a_echo"]
+    assert "mcp_b_echo is not offered" in caplog.text
+
+
+def test_a_remote_tool_carries_its_servers_declared_policy_not_its_annotations():
+    """data_class and requires_approval come from the server row, whatever the remote claims."""
+    _remote(
+        data_class=DataClass.SECRET_ADJACENT,
+        requires_approval=True,
+        remote_annotations={"readOnlyHint": True, "destructiveHint": False, "requiresApproval": False},
+    )
+    [spec] = tools.available()
+    assert (spec.server, spec.data_class, spec.requires_approval) == ("demo", "secretAdjacent", True)
+    assert spec.is_remote
+    assert tools.spec("mcp_demo_echo") == spec
+
+
+def test_spec_finds_a_local_tool_and_nothing_for_an_unoffered_one(local_tool):
+    """spec() answers for offered tools only: local ones, enabled remote ones."""
+    _remote(enabled=False)
+    local = tools.spec("site_weather")
+    assert local is not None and (local.server, local.requires_approval, local.is_remote) == (
+        "",
+        False,
+        False,
+    )
+    assert tools.spec("mcp_demo_echo") is None
+    assert tools.spec("nope") is None
+
+
+def test_a_local_tool_registered_after_an_import_shadows_the_remote_one(caplog):
+    """The site's own tool wins a name clash, and the clash is logged."""
+    _remote()
+    tools.register("mcp_demo_echo", "Local echo.", {"type": "object"}, lambda: "local")
+    try:
+        with caplog.at_level(logging.WARNING, logger="nr_llm.tools"):
+            specs = tools.available()
+    finally:
+        tools.unregister("mcp_demo_echo")
+    assert [(s.name, s.server) for s in specs] == [("mcp_demo_echo", "")]
+    assert "shadowed by a local tool" in caplog.text
+
+
+def test_execute_runs_a_local_tool_and_encodes_a_non_text_answer_as_json(local_tool):
+    """A local tool's dict answer comes back as JSON text."""
+    assert tools.execute("site_weather", {"city": "Bonn"}) == tools.ToolResult(
+        '{"city": "Bonn", "sky": "clear"}', False, ""
+    )
+
+
+def test_a_failing_local_tool_is_an_error_result_with_the_traceback_only_in_the_log(local_tool, caplog):
+    """Wrong arguments (or a raising tool) give is_error; the exception text stays in the log."""
+    with caplog.at_level(logging.ERROR, logger="nr_llm.tools"):
+        result = tools.execute("site_weather", {"town": "Bonn"})
+    assert result == tools.ToolResult("local tool 'site_weather' failed (TypeError)", True, "")
+    assert "unexpected keyword argument 'town'" in caplog.text
+
+
+def test_execute_of_an_unknown_tool_is_an_error_result():
+    """An unknown name never raises."""
+    assert tools.execute("nope", {}) == tools.ToolResult("unknown tool 'nope'", True, "")
+
+
+@pytest.mark.parametrize(
+    ("state", "why"),
+    [
+        ({"enabled": False}, "disabled"),
+        ({"server_enabled": False}, "disabled"),
+        ({"orphaned": True}, "no longer"),
+    ],
+)
+def test_execute_of_a_disabled_or_orphaned_tool_is_an_error_result_naming_the_server(state, why):
+    """The remote server is never asked; the result names the server."""
+    _remote(**state)
+    client = FakeClient()
+    result = tools.execute("mcp_demo_echo", {"text": "x"}, client=client)
+    assert result.is_error and result.server == "demo"
+    assert why in result.text and 'MCP server "Demo server"' in result.text
+    assert client.endpoints == []
+
+
+def test_arguments_that_are_not_an_object_are_an_error_result():
+    """A model sending a list instead of an object gets an error, not a crash."""
+    result = tools.execute("mcp_demo_echo", ["x"])  # type: ignore[arg-type]
+    assert result.is_error and "must be a JSON object" in result.text
+
+
+def test_a_transport_failure_is_an_error_result_naming_the_server():
+    """McpTransportError never reaches the caller's loop."""
+    _remote()
+    error = McpTransportError("unreachable", "demo", "MCP server demo could not be reached")
+    result = tools.execute("mcp_demo_echo", {"text": "x"}, client=FakeClient(error=error))
+    assert result == tools.ToolResult(
+        "MCP server \"Demo server\" (demo) could not run 'echo': MCP server demo could not be reached",
+        True,
+        "demo",
+    )
+
+
+def test_a_remote_call_goes_under_its_servers_budget_with_the_remote_name():
+    """The endpoint carries the server's operation_timeout; the remote name is what is called."""
+    tool = _remote()
+    tool.server.operation_timeout = 9
+    tool.server.save()
+    client = FakeClient()
+    result = tools.execute("mcp_demo_echo", {"text": "x"}, client=client)
+    assert result == tools.ToolResult("echo ran", False, "demo")
+    assert client.endpoints[0].budget_seconds == 9.0

@@ -1,0 +1,91 @@
+"""tools.execute() against the official Python SDK server on 127.0.0.1."""
+
+import time
+
+import pytest
+
+from nr_llm import tools
+from nr_llm.catalogue import import_catalogue
+from nr_llm.models import McpServer, McpTool
+from tests.peers import sdk_server
+
+from .factories import McpServerFactory
+
+pytestmark = [pytest.mark.django_db, pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+def url():
+    with sdk_server("--stateless") as url:
+        yield url
+
+
+@pytest.fixture
+def server(url, settings):
+    """The demo server imported, with every tool enabled."""
+    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+    server = McpServerFactory.create(identifier="demo", name="Demo", url=url)
+    assert import_catalogue(server).ok
+    McpTool.objects.update(enabled=True)
+    return server
+
+
+def test_definitions_offer_the_imported_tools_with_their_origin(server):
+    """After enabling, the imported tools are offered, each description led by its server."""
+    specs = {d["name"]: d for d in tools.definitions("anthropic")}
+    assert set(specs) == {"mcp_demo_echo", "mcp_demo_add", "mcp_demo_slow", "mcp_demo_pixel", "mcp_demo_fail"}
+    assert specs["mcp_demo_echo"]["description"] == '[via MCP server "Demo"] Return the text unchanged.'
+
+
+def test_execute_calls_the_remote_tool_and_returns_its_text(server):
+    """A remote call answers with the tool's text, naming the server; the contact is recorded."""
+    result = tools.execute("mcp_demo_echo", {"text": "hi there"})
+    assert result == tools.ToolResult("hi there", False, "demo")
+    server.refresh_from_db()
+    assert server.last_contact is not None
+
+
+def test_an_is_error_answer_is_an_error_result_naming_the_server(server):
+    """isError from the server comes back as is_error=True with the server named, not an exception."""
+    result = tools.execute("mcp_demo_fail", {"reason": "no stock"})
+    assert result.is_error and result.server == "demo"
+    assert result.text.startswith('MCP server "Demo" (demo) reported an error:')
+    assert "no stock" in result.text
+
+
+def test_a_non_text_block_is_noted_ahead_of_the_text(server):
+    """The pixel tool's image block is named in a note that leads the text."""
+    result = tools.execute("mcp_demo_pixel", {})
+    assert not result.is_error
+    assert "image" in result.text.split("a single pixel")[0]
+
+
+def test_a_call_that_outlives_its_servers_budget_is_an_error_result_in_time(server):
+    """A 1 s budget against a 5 s tool ends as an is_error result within budget + 1 s (+ slack)."""
+    McpServer.objects.filter(pk=server.pk).update(operation_timeout=1)
+    started = time.monotonic()
+    result = tools.execute("mcp_demo_slow", {"seconds": 5})
+    elapsed = time.monotonic() - started
+    assert result.is_error and result.server == "demo"
+    assert result.text.startswith("MCP server \"Demo\" (demo) could not run 'slow':")
+    assert elapsed < 4.5
+
+
+def test_a_stopped_server_is_an_error_result_not_an_exception(settings):
+    """When the server has gone away, execute still returns; the result names the server."""
+    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+    with sdk_server("--stateless") as url:
+        gone = McpServerFactory.create(identifier="gone", name="Gone", url=url)
+        assert import_catalogue(gone).ok
+    McpTool.objects.update(enabled=True)
+    result = tools.execute("mcp_gone_echo", {"text": "x"})
+    assert result.is_error and result.server == "gone"
+    assert result.text.startswith("MCP server \"Gone\" (gone) could not run 'echo':")
+
+
+def test_a_spec_carries_the_servers_declared_policy(server):
+    """data_class and requires_approval are the operator's, whatever the tool's annotations say."""
+    McpServer.objects.filter(pk=server.pk).update(data_class="secretAdjacent", requires_approval=True)
+    spec = tools.spec("mcp_demo_echo")
+    assert spec is not None
+    assert (spec.data_class, spec.requires_approval) == ("secretAdjacent", True)
