@@ -11,16 +11,18 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from . import admin_columns as columns
-from . import connection
-from .forms import McpServerForm
+from . import connection, tasks, tool_trial
+from .forms import McpServerForm, TryToolForm
 from .models import McpServer, McpTool
 
 STYLES = {"all": ["nr_llm/admin.css"]}
@@ -44,7 +46,7 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     ]
     list_filter = ["enabled", "import_status", "data_class"]
     search_fields = ["identifier", "name", "url"]
-    actions = ["test_connection_action"]
+    actions = ["test_connection_action", "import_catalogue_action"]
     readonly_fields = [
         "credential_state",
         "import_status",
@@ -161,10 +163,18 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
                     request, f"Connection to {server.identifier} failed: {report.error}", messages.ERROR
                 )
 
+    @admin.action(description="Import catalogue", permissions=["change"])
+    def import_catalogue_action(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
+        # One task per server: each import opens its own deadline, and a queue backend
+        # can run them side by side.
+        for server in queryset:
+            start = tasks.start_import(server)
+            self.message_user(request, *columns.import_message(start))
+
 
 @admin.register(McpTool)
 class McpToolAdmin(admin.ModelAdmin[McpTool]):
-    list_display = ["tool_name", "server", "remote_name", "enabled", "orphan_column"]
+    list_display = ["tool_name", "server", "remote_name", "enabled", "orphan_column", "try_column"]
     list_filter = ["server", "enabled", "orphaned"]
     list_select_related = ["server"]
     search_fields = ["tool_name", "remote_name", "description"]
@@ -175,6 +185,7 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "remote_name",
         "enabled",
         "orphan_column",
+        "try_column",
         "description",
         "schema_column",
         "annotations_column",
@@ -189,12 +200,49 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "schema_column",
         "annotations_column",
         "orphan_column",
+        "try_column",
         "created",
         "updated",
     ]
 
     class Media:
         css = STYLES
+
+    def get_urls(self) -> list[URLPattern]:
+        # Before the inherited patterns: their "<object_id>/" would otherwise swallow "/try/".
+        try_url = path(
+            "<path:object_id>/try/",
+            self.admin_site.admin_view(self.try_tool_view),
+            name="nr_llm_mcptool_try",
+        )
+        return [try_url, *super().get_urls()]
+
+    def try_tool_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        tool = self.get_object(request, object_id)
+        if tool is None:
+            raise Http404("No such MCP tool.")
+        # Running a tool acts on a remote system: the same right as changing the tool.
+        if not self.has_change_permission(request, tool):
+            raise PermissionDenied
+        if refusal := _untryable(tool):
+            self.message_user(request, f"Cannot try {tool.tool_name}: {refusal}.", messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:nr_llm_mcptool_change", args=[tool.pk]))
+        form = TryToolForm(request.POST if request.method == "POST" else None, schema=tool.input_schema)
+        report = None
+        if form.is_valid():
+            report = tool_trial.try_tool(tool, form.cleaned_data["arguments"])
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Try {tool.tool_name}",
+            "tool": tool,
+            "form": form,
+            "report": report,
+            "elapsed": f"{report.elapsed_seconds:.2f}" if report else "",
+            "budget": f"{tool.server.budget_seconds:g}",
+            "schema": _pretty_json(tool.input_schema),
+        }
+        return TemplateResponse(request, "admin/nr_llm/mcptool/try_tool.html", context)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Tools come from a server's catalogue; one typed by hand would call nothing real.
@@ -208,6 +256,12 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         return format_html(
             '<strong class="nr-llm-warning">ORPHANED{}</strong>: no longer in the server\'s catalogue', since
         )
+
+    @admin.display(description="try")
+    def try_column(self, obj: McpTool) -> SafeString | str:
+        if _untryable(obj):
+            return ""
+        return format_html('<a href="{}">Try tool</a>', reverse("admin:nr_llm_mcptool_try", args=[obj.pk]))
 
     @admin.display(description="input schema")
     def schema_column(self, obj: McpTool) -> SafeString:
@@ -236,6 +290,17 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
     def disable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
         changed = queryset.filter(enabled=True).update(enabled=False, updated=timezone.now())
         self.message_user(request, f"{changed} tool(s) disabled.")
+
+
+def _untryable(tool: McpTool) -> str:
+    """Why ``tool`` cannot be tried, or "" when it can."""
+    if tool.orphaned:
+        return "it is orphaned (gone from its server's catalogue)"
+    if not tool.enabled:
+        return "it is not enabled"
+    if not tool.server.enabled:
+        return "its server is not enabled"
+    return ""
 
 
 def _pretty_json(value: Any) -> SafeString:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.contrib import messages
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
@@ -16,6 +17,7 @@ from django.utils.timesince import timesince
 
 from .mcp import ConnectionReport
 from .models import AuthPlacement, DataClass, ImportStatus
+from .tasks import ImportStart
 
 TRANSPORT = "Streamable HTTP"
 ERROR_PREVIEW_CHARS = 80
@@ -25,9 +27,16 @@ def last_contact(contact: datetime | None, latency_ms: int | None, now: datetime
     """ "3 minutes ago · 42 ms", or "never" before the first successful operation."""
     if contact is None:
         return "never"
-    # timesince() of a future stamp is "0 minutes"; a skewed clock must not read as "now".
-    ago = "just now" if contact > now else f"{timesince(contact, now, depth=1)} ago"
+    ago = _ago(contact, now)
     return ago if latency_ms is None else f"{ago} · {latency_ms} ms"
+
+
+def _ago(moment: datetime, now: datetime) -> str:
+    # timesince() says "0 minutes" both for the last minute and for a stamp from a clock
+    # slightly ahead of this one; neither should read as a measurement.
+    if (now - moment).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(moment, now, depth=1)} ago"
 
 
 def authentication(stored: str, header_name: str) -> SafeString:
@@ -56,7 +65,7 @@ def last_import(status: str, imported: datetime | None, now: datetime) -> str:
     label = ImportStatus(status).label if status in ImportStatus.values else status
     if imported is None:
         return label
-    return f"{label} · {timesince(imported, now, depth=1)} ago"
+    return f"{label} · {_ago(imported, now)}"
 
 
 def error_preview(error: str) -> str:
@@ -74,3 +83,23 @@ def connection_summary(identifier: str, report: ConnectionReport) -> str:
     if report.server_name or report.server_version:
         parts.append(f"server “{report.server_name}” version {report.server_version or '?'}")
     return " · ".join(parts)
+
+
+def import_message(start: ImportStart) -> tuple[str, int]:
+    """The message (and its level) for one started import."""
+    # message_user capitalises the first letter, so the identifier never leads.
+    who = f"Import of {start.identifier}"
+    if start.state == "queued":
+        return f"{who} queued as task {start.task_id}; the counts appear here once it has run.", messages.INFO
+    if start.state == "failed" or start.report is None:
+        return f"{who} failed in the task ({start.failure}); see the server log.", messages.ERROR
+    report = start.report
+    if report.refused:
+        return f"{who} refused: {report.refused}", messages.ERROR
+    counts = f"{report.imported} imported, {report.skipped} skipped, {report.orphaned} orphaned"
+    text = f"{who} ran: {counts}."
+    if report.skip_reasons:
+        shown = "; ".join(report.skip_reasons[:3])
+        more = f" (and {len(report.skip_reasons) - 3} more)" if len(report.skip_reasons) > 3 else ""
+        return f"{text} Skipped: {shown}{more}.", messages.WARNING
+    return text, messages.SUCCESS

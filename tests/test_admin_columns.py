@@ -20,9 +20,11 @@ def test_last_contact_before_any_success_reads_never():
     assert columns.last_contact(None, None, NOW) == "never"
 
 
-def test_last_contact_from_a_clock_ahead_reads_just_now():
-    """A stamp slightly in the future (clock skew between hosts) is not shown as "0 minutes ago"."""
+def test_last_contact_within_a_minute_or_from_a_clock_ahead_reads_just_now():
+    """Under a minute, or slightly in the future (clock skew), reads "just now", not "0 minutes ago"."""
+    assert columns.last_contact(NOW - timedelta(seconds=59), 7, NOW) == "just now · 7 ms"
     assert columns.last_contact(NOW + timedelta(seconds=5), 7, NOW) == "just now · 7 ms"
+    assert columns.last_contact(NOW - timedelta(seconds=60), 7, NOW) == "1\xa0minute ago · 7 ms"
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from nr_llm.models import ImportStatus, McpServer
 
+from .catalogue_peers import closed_port_url
 from .factories import McpServerFactory
 from .peers import sdk_server
 
@@ -39,12 +40,6 @@ def silent_port() -> Iterator[int]:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         yield listener.getsockname()[1]
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _test_connection(client, *servers: McpServer):
@@ -90,7 +85,7 @@ def test_success_stamps_contact_and_stores_nothing_else(admin_client, peer_url):
 
 def test_unreachable_server_is_an_error_message_and_writes_nothing(admin_client):
     """A refused connection is shown as an error naming the server; no contact is recorded."""
-    server = McpServerFactory.create(identifier="gone", url=f"http://127.0.0.1:{_closed_port()}/mcp")
+    server = McpServerFactory.create(identifier="gone", url=closed_port_url())
     [(level, text)] = _messages(_test_connection(admin_client, server))
     assert level == "error"
     assert text.startswith("Connection to gone failed: ")
