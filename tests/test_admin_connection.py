@@ -7,12 +7,11 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from django.contrib.auth.models import Permission, User
-from django.test import Client
 from django.urls import reverse
 
 from nr_llm.models import ImportStatus, McpServer
 
+from .admin_clients import csrf_checking_client, messages_of, post_action, staff_client
 from .catalogue_peers import closed_port_url
 from .factories import McpServerFactory
 from .peers import sdk_server
@@ -43,22 +42,14 @@ def silent_port() -> Iterator[int]:
 
 
 def _test_connection(client, *servers: McpServer):
-    return client.post(
-        CHANGELIST,
-        {"action": "test_connection_action", "_selected_action": [server.pk for server in servers]},
-        follow=True,
-    )
-
-
-def _messages(response) -> list[tuple[str, str]]:
-    return [(message.level_tag, message.message) for message in response.context["messages"]]
+    return post_action(client, CHANGELIST, "test_connection_action", servers)
 
 
 def test_reachable_server_reports_latency_protocol_name_and_version(admin_client, peer_url):
     """The message names latency, the revision the server chose, and its escaped name and version."""
     server = McpServerFactory.create(identifier="peer", url=peer_url)
     response = _test_connection(admin_client, server)
-    [(level, text)] = _messages(response)
+    [(level, text)] = messages_of(response)
     assert level == "success"
     assert re.fullmatch(
         r"Connection to peer: reachable in \d+ ms · protocol 2025-11-25 · server “.*” version 9\.9\.9", text
@@ -86,7 +77,7 @@ def test_success_stamps_contact_and_stores_nothing_else(admin_client, peer_url):
 def test_unreachable_server_is_an_error_message_and_writes_nothing(admin_client):
     """A refused connection is shown as an error naming the server; no contact is recorded."""
     server = McpServerFactory.create(identifier="gone", url=closed_port_url())
-    [(level, text)] = _messages(_test_connection(admin_client, server))
+    [(level, text)] = messages_of(_test_connection(admin_client, server))
     assert level == "error"
     assert text.startswith("Connection to gone failed: ")
     server.refresh_from_db()
@@ -100,7 +91,7 @@ def test_each_server_runs_under_its_own_budget(admin_client, peer_url, silent_po
     )
     live = McpServerFactory.create(identifier="live", name="B live", url=peer_url, operation_timeout=5)
     messages = {
-        text.split(":")[0]: level for level, text in _messages(_test_connection(admin_client, silent, live))
+        text.split(":")[0]: level for level, text in messages_of(_test_connection(admin_client, silent, live))
     }
     assert messages == {"Connection to silent failed": "error", "Connection to live": "success"}
     live.refresh_from_db()
@@ -111,10 +102,7 @@ def test_each_server_runs_under_its_own_budget(admin_client, peer_url, silent_po
 
 def test_view_only_operator_is_not_offered_the_action_and_cannot_post_it(peer_url):
     """Without change permission the action is absent, and a forged POST reaches no server."""
-    user = User.objects.create_user("viewer", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(codename="view_mcpserver"))
-    client = Client()
-    client.force_login(user)
+    client = staff_client("view_mcpserver")
     server = McpServerFactory.create(url=peer_url)
     assert "test_connection_action" not in client.get(CHANGELIST).content.decode()
     _test_connection(client, server)
@@ -132,8 +120,7 @@ def test_action_runs_only_on_post(admin_client, peer_url):
 
 def test_action_without_csrf_token_is_refused(peer_url):
     """A cross-site POST is rejected before any server is contacted."""
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(User.objects.create_superuser("root", password="pw"))
+    client = csrf_checking_client()
     server = McpServerFactory.create(url=peer_url)
     response = client.post(CHANGELIST, {"action": "test_connection_action", "_selected_action": [server.pk]})
     assert response.status_code == 403

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import django
 import pytest
-from django.contrib.auth.models import Permission, User
-from django.test import Client
 from django.urls import reverse
 
 from nr_llm import tools
 from nr_llm.models import ImportStatus, McpServer, McpTool
 
 from . import catalogue_peers
+from .admin_clients import messages_of, post_action, staff_client
 from .catalogue_peers import closed_port_url
 from .factories import McpServerFactory
 
@@ -24,22 +23,14 @@ TASKS_PACKAGE = "django.tasks" if django.VERSION >= (6, 0) else "django_tasks"
 
 
 def _import(client, *servers: McpServer):
-    return client.post(
-        CHANGELIST,
-        {"action": "import_catalogue_action", "_selected_action": [server.pk for server in servers]},
-        follow=True,
-    )
-
-
-def _messages(response) -> list[tuple[str, str]]:
-    return [(message.level_tag, message.message) for message in response.context["messages"]]
+    return post_action(client, CHANGELIST, "import_catalogue_action", servers)
 
 
 def test_immediate_backend_runs_the_import_and_shows_the_counts(admin_client, small_catalogue_url):
     """By default the import runs in the request: the message has the counts, tools start disabled."""
     server = McpServerFactory.create(identifier="peer", url=small_catalogue_url)
     response = _import(admin_client, server)
-    assert _messages(response) == [("success", "Import of peer ran: 10 imported, 0 skipped, 0 orphaned.")]
+    assert messages_of(response) == [("success", "Import of peer ran: 10 imported, 0 skipped, 0 orphaned.")]
     assert McpTool.objects.filter(server=server).count() == 10
     assert not McpTool.objects.filter(enabled=True).exists()
     server.refresh_from_db()
@@ -52,7 +43,7 @@ def test_a_queue_backend_takes_the_import_off_the_request(admin_client, small_ca
     """With a backend that queues, nothing is imported in the request and the message says queued."""
     settings.TASKS = {"default": {"BACKEND": f"{TASKS_PACKAGE}.backends.dummy.DummyBackend"}}
     server = McpServerFactory.create(identifier="peer", url=small_catalogue_url)
-    [(level, text)] = _messages(_import(admin_client, server))
+    [(level, text)] = messages_of(_import(admin_client, server))
     assert level == "info"
     assert text.startswith("Import of peer queued as task ")
     assert text.endswith("; the counts appear here once it has run.")
@@ -64,7 +55,7 @@ def test_a_queue_backend_takes_the_import_off_the_request(admin_client, small_ca
 def test_a_refusal_is_an_error_with_its_reason(admin_client):
     """A server without a declared data class is refused, and the message says why."""
     server = McpServerFactory.create(identifier="vague", data_class="")
-    [(level, text)] = _messages(_import(admin_client, server))
+    [(level, text)] = messages_of(_import(admin_client, server))
     assert level == "error"
     assert text.startswith("Import of vague refused: no data class is declared")
 
@@ -74,7 +65,7 @@ def test_skipped_tools_are_a_warning_with_their_reasons(admin_client, small_cata
     tools.register("mcp_peer_echo", "The site's own echo.", {"type": "object"}, lambda: "local")
     try:
         server = McpServerFactory.create(identifier="peer", url=small_catalogue_url)
-        [(level, text)] = _messages(_import(admin_client, server))
+        [(level, text)] = messages_of(_import(admin_client, server))
     finally:
         tools.unregister("mcp_peer_echo")
     assert level == "warning"
@@ -88,7 +79,7 @@ def test_each_selected_server_gets_its_own_import(admin_client, small_catalogue_
     """Two servers, two tasks: one unreachable server does not stop or share the other's import."""
     gone = McpServerFactory.create(identifier="gone", name="A gone", url=closed_port_url())
     peer = McpServerFactory.create(identifier="peer", name="B peer", url=small_catalogue_url)
-    messages = {text.split(" ")[2]: level for level, text in _messages(_import(admin_client, gone, peer))}
+    messages = {text.split(" ")[2]: level for level, text in messages_of(_import(admin_client, gone, peer))}
     assert messages == {"gone": "error", "peer": "success"}
     assert McpTool.objects.filter(server=peer).count() == 10
     gone.refresh_from_db()
@@ -108,7 +99,7 @@ def test_a_task_that_crashes_is_reported_as_failed(admin_client, small_catalogue
     server = McpServerFactory.create(identifier="peer", url=small_catalogue_url)
     with connection.execute_wrapper(_break_tool_inserts):
         response = _import(admin_client, server)
-    [(level, text)] = _messages(response)
+    [(level, text)] = messages_of(response)
     assert level == "error"
     assert text.startswith("Import of peer failed in the task (django.db.utils.")
     assert text.endswith("); see the server log.")
@@ -117,10 +108,7 @@ def test_a_task_that_crashes_is_reported_as_failed(admin_client, small_catalogue
 
 def test_view_only_operator_is_not_offered_the_import(small_catalogue_url):
     """Without change permission the action is absent and a forged POST imports nothing."""
-    user = User.objects.create_user("viewer", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(codename="view_mcpserver"))
-    client = Client()
-    client.force_login(user)
+    client = staff_client("view_mcpserver")
     server = McpServerFactory.create(url=small_catalogue_url)
     assert "import_catalogue_action" not in client.get(CHANGELIST).content.decode()
     _import(client, server)

@@ -3,12 +3,11 @@
 import json
 
 import pytest
-from django.contrib.auth.models import Permission, User
-from django.test import Client
 from django.urls import reverse
 
 from nr_llm.models import McpTool
 
+from .admin_clients import csrf_checking_client, post_action, staff_client
 from .factories import McpServerFactory, McpToolFactory
 
 pytestmark = pytest.mark.django_db
@@ -16,17 +15,7 @@ CHANGELIST = reverse("admin:nr_llm_mcptool_changelist")
 
 
 def _act(client, action: str, tools: list[McpTool]):
-    return client.post(
-        CHANGELIST, {"action": action, "_selected_action": [tool.pk for tool in tools]}, follow=True
-    )
-
-
-def _staff(*codenames: str) -> Client:
-    user = User.objects.create_user("operator", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
-    client = Client()
-    client.force_login(user)
-    return client
+    return post_action(client, CHANGELIST, action, tools)
 
 
 def test_bulk_enable_and_disable(admin_client):
@@ -108,7 +97,7 @@ def test_tools_cannot_be_added_by_hand(admin_client):
 
 def test_view_only_operator_cannot_see_or_run_bulk_actions():
     """Without the change permission the actions are not offered and a forged POST changes nothing."""
-    client = _staff("view_mcptool")
+    client = staff_client("view_mcptool")
     tool = McpToolFactory.create()
     page = client.get(CHANGELIST).content.decode()
     assert "enable_tools" not in page
@@ -119,9 +108,7 @@ def test_view_only_operator_cannot_see_or_run_bulk_actions():
 
 def test_bulk_action_is_refused_without_a_csrf_token():
     """A cross-site POST without the CSRF token is rejected and changes nothing."""
-    user = User.objects.create_superuser("root", password="pw")
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(user)
+    client = csrf_checking_client()
     tool = McpToolFactory.create()
     response = client.post(CHANGELIST, {"action": "enable_tools", "_selected_action": [tool.pk]})
     assert response.status_code == 403

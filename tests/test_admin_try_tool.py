@@ -3,8 +3,6 @@
 import re
 
 import pytest
-from django.contrib.auth.models import Permission, User
-from django.test import Client
 from django.urls import reverse
 
 from nr_llm.catalogue import import_catalogue
@@ -12,6 +10,7 @@ from nr_llm.models import McpServer, McpTool
 from nr_llm.tool_trial import try_tool
 
 from . import catalogue_peers
+from .admin_clients import csrf_checking_client, staff_client
 from .factories import McpServerFactory, McpToolFactory
 
 small_catalogue_url = catalogue_peers.small_catalogue_url
@@ -74,10 +73,7 @@ def test_invalid_arguments_are_shown_and_nothing_is_sent(admin_client):
 
 def test_view_only_operator_cannot_try_a_tool():
     """Running a tool needs the change permission; a view-only operator gets 403."""
-    user = User.objects.create_user("viewer", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(codename="view_mcptool"))
-    client = Client()
-    client.force_login(user)
+    client = staff_client("view_mcptool")
     tool = McpToolFactory.create(enabled=True)
     assert client.get(_try_url(tool)).status_code == 403
 
@@ -89,8 +85,7 @@ def test_unknown_tool_is_404(admin_client):
 
 def test_try_without_csrf_token_is_refused():
     """The page's POST is CSRF-protected like every admin form."""
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(User.objects.create_superuser("root", password="pw"))
+    client = csrf_checking_client()
     tool = McpToolFactory.create(enabled=True)
     assert client.post(_try_url(tool), {"arguments": "{}"}).status_code == 403
 
@@ -113,11 +108,15 @@ def imported_peer(small_catalogue_url, settings):
     return server
 
 
+def _run(client, tool_name: str, arguments: str) -> str:
+    tool = McpTool.objects.get(tool_name=tool_name)
+    return str(client.post(_try_url(tool), {"arguments": arguments}).content.decode())
+
+
 @pytest.mark.e2e
 def test_a_valid_call_shows_the_answer_and_the_time_against_the_budget(admin_client, imported_peer):
     """echo answers through execute(): the text, a success outcome, elapsed of the 20 s budget."""
-    tool = McpTool.objects.get(tool_name="mcp_peer_echo")
-    page = admin_client.post(_try_url(tool), {"arguments": '{"text": "<i>hello</i>"}'}).content.decode()
+    page = _run(admin_client, "mcp_peer_echo", '{"text": "<i>hello</i>"}')
     assert '<pre id="try-tool-text">&lt;i&gt;hello&lt;/i&gt;</pre>' in page
     assert "The tool answered" in page
     assert re.search(r"Elapsed \d+\.\d\d s of the 20 s budget", page)
@@ -128,7 +127,6 @@ def test_a_valid_call_shows_the_answer_and_the_time_against_the_budget(admin_cli
 @pytest.mark.e2e
 def test_a_tool_error_is_shown_as_an_error_outcome(admin_client, imported_peer):
     """A tool that answers with isError is shown as a failed call, with the server's text."""
-    tool = McpTool.objects.get(tool_name="mcp_peer_fail")
-    page = admin_client.post(_try_url(tool), {"arguments": '{"reason": "on purpose"}'}).content.decode()
+    page = _run(admin_client, "mcp_peer_fail", '{"reason": "on purpose"}')
     assert "The call failed" in page
     assert "(peer) reported an error: Error executing tool fail: on purpose</pre>" in page
