@@ -83,7 +83,9 @@ class McpClient:
     ) -> list[dict[str, Any]]:
         """Every advertised tool object, all pages, under one budget.
 
-        ``on_page(pages, tools)`` hears after each page how far the walk is (progress only).
+        ``on_page(pages, tools)`` hears after each page how far the walk is. It is progress
+        only: whatever it raises is logged and the walk goes on, so it can never serve as
+        the cancellation seam this client deliberately lacks (seed 000).
         """
         tools: list[dict[str, Any]] = []
         seen: set[str] = set()
@@ -99,7 +101,7 @@ class McpClient:
                     raise conversation.malformed("sent a tools/list page without a tools list")
                 tools.extend(tool for tool in page if isinstance(tool, dict))
                 if on_page is not None:
-                    on_page(pages, len(tools))
+                    _report_progress(on_page, pages, len(tools))
                 cursor = result.get("nextCursor")
                 if cursor is None:
                     break
@@ -238,3 +240,11 @@ class _Conversation:
     def _next_id(self) -> int:
         self._last_id += 1
         return self._last_id
+
+
+def _report_progress(on_page: Callable[[int, int], None], pages: int, tools: int) -> None:
+    try:
+        on_page(pages, tools)
+    except Exception:
+        # A reporting boundary: a broken progress display must neither fail nor stop the walk.
+        logger.warning("MCP progress callback failed", exc_info=True)

@@ -107,3 +107,25 @@ def test_non_object_entries_are_dropped(mock, clock) -> None:
 def test_a_page_of_the_wrong_shape_is_malformed(mock, clock, page: dict[str, Any]) -> None:
     """A page whose tools is not a list, or whose cursor is not a string, is 'malformed'."""
     assert _refused(mock, clock, {None: page}).kind == "malformed"
+
+
+def test_progress_callback_cannot_stop_a_walk(mock, clock, caplog) -> None:
+    """on_page is progress only: what it raises is logged and the walk still returns every page."""
+    server = ScriptedServer(
+        clock,
+        session_id=None,
+        pages={None: {"tools": [{"name": "a"}], "nextCursor": "2"}, "2": {"tools": [{"name": "b"}]}},
+    )
+    server.install(mock)
+    heard: list[tuple[int, int]] = []
+
+    def on_page(pages: int, tools: int) -> None:
+        heard.append((pages, tools))
+        raise RuntimeError("progress display broke")
+
+    tools = McpClient(allow_private_networks=True, clock=clock).list_tools(
+        Endpoint(identifier="demo", url=URL), on_page=on_page
+    )
+    assert [tool["name"] for tool in tools] == ["a", "b"]
+    assert heard == [(1, 1), (2, 2)]
+    assert "MCP progress callback failed" in caplog.text
