@@ -26,10 +26,15 @@ TIMEOUT_MS = 30_000
 
 
 @pytest.fixture
-def browser_page(tmp_path: Path) -> Iterator[object]:
+def browser_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it with apt-get)")
+    from django.db import connections
     from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the test's ORM reads are
+    # plain synchronous queries against the test database, not async code.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
@@ -51,6 +56,9 @@ def browser_page(tmp_path: Path) -> Iterator[object]:
             yield context.new_page()
         finally:
             context.close()
+            # Queries made while the loop ran used connections of their own; left open,
+            # they would keep PostgreSQL from dropping the test database.
+            connections.close_all()
 
 
 def _run_action(page, label: str) -> str:
@@ -61,13 +69,10 @@ def _run_action(page, label: str) -> str:
 
 
 def test_operator_adds_tests_imports_enables_and_tries_a_tool(
-    live_server, admin_user, browser_page, settings, monkeypatch
+    live_server, admin_user, browser_page, settings
 ):
     """Log in, add a server, test it, import, enable a tool, try it; contact moves; markup stays text."""
     settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
-    # Playwright's sync API runs an event loop in this thread; the ORM reads below are
-    # plain synchronous queries against the test database, not async code.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser_page
     dialogs: list[str] = []
