@@ -248,6 +248,11 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         # Tools come from a server's catalogue; one typed by hand would call nothing real.
         return False
 
+    def get_readonly_fields(self, request: HttpRequest, obj: McpTool | None = None) -> list[str]:
+        # The bulk action's rule on the change form too: an orphan is not switched on.
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "enabled"] if obj is not None and obj.orphaned and not obj.enabled else fields
+
     @admin.display(description="orphaned", ordering="orphaned")
     def orphan_column(self, obj: McpTool) -> SafeString | str:
         if not obj.orphaned:

@@ -90,6 +90,16 @@ def test_only_enabled_is_editable_on_the_change_form(admin_client):
     assert (tool.description, tool.tool_name) != ("typed by hand", "renamed")
 
 
+def test_an_orphan_cannot_be_enabled_on_its_change_form(admin_client):
+    """The change form offers no enabled checkbox for a disabled orphan, and a forged POST is ignored."""
+    orphan = McpToolFactory.create(orphaned=True)
+    url = reverse("admin:nr_llm_mcptool_change", args=[orphan.pk])
+    assert 'name="enabled"' not in admin_client.get(url).content.decode()
+    admin_client.post(url, {"enabled": "on"})
+    orphan.refresh_from_db()
+    assert orphan.enabled is False
+
+
 def test_tools_cannot_be_added_by_hand(admin_client):
     """The add page is refused: tools come from an import."""
     assert admin_client.get(reverse("admin:nr_llm_mcptool_add")).status_code == 403
