@@ -13,6 +13,7 @@ does not do"): the budget decides what the next leg gets and whether it is sent 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterator
 from importlib import metadata
@@ -37,7 +38,9 @@ KNOWN_PROTOCOL_VERSIONS = frozenset({"2025-11-25", "2025-06-18", "2025-03-26"})
 MAX_PAGES = 50
 
 
+@functools.cache
 def _client_version() -> str:
+    # Cached: reading package metadata costs more than a whole local tool call's legs.
     try:
         return metadata.version("nr-llm")
     except metadata.PackageNotFoundError:

@@ -47,5 +47,9 @@ class McpTransportError(Exception):
         self.kind: ErrorKind = kind
         self.server = server
 
+    def __reduce__(self) -> tuple[type[McpTransportError], tuple[ErrorKind, str, str]]:
+        # Picklable with its kind and server, e.g. across a task queue's process boundary.
+        return (type(self), (self.kind, self.server, str(self)))
+
     def __repr__(self) -> str:
         return f"McpTransportError(kind={self.kind!r}, server={self.server!r}, message={str(self)!r})"

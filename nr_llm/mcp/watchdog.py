@@ -50,7 +50,7 @@ class LegWatchdog:
         self.done = False
         self._seconds = seconds
         self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
+        self._handles: list[socket.socket] = []
 
     def __enter__(self) -> LegWatchdog:
         self._token = _current.set(self)
@@ -60,24 +60,36 @@ class LegWatchdog:
     def __exit__(self, *exc_info: object) -> None:
         with self._lock:
             self.done = True
-            self._sockets.clear()
+            for handle in self._handles:
+                handle.close()
+            self._handles.clear()
         _current.reset(self._token)
 
     def watch(self, sock: socket.socket | None) -> None:
-        if sock is None:
+        """Watch the connection behind ``sock`` through a duplicate of its descriptor.
+
+        The duplicate is ours to shut down and close: it survives the TLS wrapper taking
+        over the original (so a stalled handshake is cut too), touches no TLS state, and
+        can never point at someone else's socket after the connection is closed.
+        """
+        if sock is None or sock.fileno() < 0:
             return
+        handle = socket.socket(fileno=os.dup(sock.fileno()))
         with self._lock:
-            self._sockets.append(sock)
+            if self.done:
+                handle.close()
+                return
+            self._handles.append(handle)
             if self.fired:
-                _shut(sock)
+                _shut(handle)
 
     def fire(self) -> None:
         with self._lock:
             if self.done:
                 return
             self.fired = True
-            for sock in self._sockets:
-                _shut(sock)
+            for handle in self._handles:
+                _shut(handle)
 
 
 class _Watchman:
@@ -87,17 +99,20 @@ class _Watchman:
     """
 
     def __init__(self) -> None:
+        self._sequence = itertools.count()
+        self._forget()
+
+    def _forget(self) -> None:
+        # Also run in a forked child (a preloading gunicorn worker): the parent's thread
+        # does not exist there, and its lock may have been copied mid-use.
         self._condition = threading.Condition()
         self._due: list[tuple[float, int, LegWatchdog]] = []
-        self._sequence = itertools.count()
-        self._pid = 0
+        self._started = False
 
     def arm(self, watchdog: LegWatchdog, due: float) -> None:
         with self._condition:
-            if self._pid != os.getpid():
-                # First use, or a forked worker (the parent's thread does not exist here).
-                self._pid = os.getpid()
-                self._due.clear()
+            if not self._started:
+                self._started = True
                 threading.Thread(target=self._run, name="nr-llm-mcp-leg-watchdog", daemon=True).start()
             heapq.heappush(self._due, (due, next(self._sequence), watchdog))
             if self._due[0][2] is watchdog:
@@ -122,6 +137,7 @@ class _Watchman:
 
 
 _WATCHMAN = _Watchman()
+os.register_at_fork(after_in_child=_WATCHMAN._forget)
 
 
 def _shut(sock: socket.socket) -> None:
@@ -139,7 +155,20 @@ class _Watched:
 
     def _new_conn(self) -> socket.socket:
         watchdog = _current.get()
-        if watchdog is None or not watchdog.addresses:
+        if watchdog is None:
+            return super()._new_conn()  # type: ignore[misc,no-any-return]
+        sock = self._dial(watchdog)
+        if not watchdog.allow_private_networks:
+            peer = ipaddress.ip_address(str(sock.getpeername()[0]).split("%", 1)[0])
+            if forbidden(peer):
+                sock.close()
+                raise RefusedPeer(str(peer))
+        # Watched from before the TLS handshake: a handshake can stall like a body.
+        watchdog.watch(sock)
+        return sock
+
+    def _dial(self, watchdog: LegWatchdog) -> socket.socket:
+        if not watchdog.addresses:
             return super()._new_conn()  # type: ignore[misc,no-any-return]
         failure: Exception | None = None
         for address in watchdog.addresses:
@@ -154,18 +183,6 @@ class _Watched:
         if failure is None:
             raise ConnectTimeoutError(self, "the leg's grant ran out before a connection was made")
         raise failure
-
-    def connect(self) -> None:
-        super().connect()  # type: ignore[misc]
-        watchdog = _current.get()
-        if watchdog is None:
-            return
-        if not watchdog.allow_private_networks:
-            peer = ipaddress.ip_address(str(self.sock.getpeername()[0]).split("%", 1)[0])
-            if forbidden(peer):
-                self.sock.close()
-                raise RefusedPeer(str(peer))
-        watchdog.watch(self.sock)
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
         watchdog = _current.get()

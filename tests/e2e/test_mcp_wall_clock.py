@@ -108,3 +108,13 @@ def test_resumption_that_would_not_fit_the_budget_is_not_attempted(base_url: str
     assert error.kind == "malformed" and "would not fit" in str(error)
     assert elapsed < 1
     assert len(requests.get(f"{base_url}/seen", timeout=10).json()) == before
+
+
+def test_a_tls_handshake_trickling_byte_by_byte_is_cut_within_budget_plus_one_second() -> None:
+    """An https server whose handshake record arrives one byte every 0.2 s: the handshake
+    never completes and no socket wait times out, yet the operation ends within budget + 1 s."""
+    with running([sys.executable, "-m", "tests.peers.adversarial", "--tls-trickle"]) as port:
+        endpoint = Endpoint(identifier="hostile", url=f"https://127.0.0.1:{port}/mcp", budget_seconds=BUDGET)
+        elapsed, error = _timed(lambda: CLIENT.call_tool(endpoint, "echo"))
+    assert error.kind == "timeout" and "'hostile'" in str(error)
+    assert BUDGET - 0.1 <= elapsed < BUDGET + 1

@@ -77,9 +77,11 @@ def test_an_html_page_is_content_type(mock, clock) -> None:
 
 
 def test_an_event_stream_without_an_answer_is_malformed(mock, clock) -> None:
-    """A stream that carries only a notification and ends is kind 'malformed'."""
+    """A stream that carries only a notification and ends is kind 'malformed', as a plain
+    McpTransportError (picklable, no private subclass)."""
     error = _call(mock, clock, (200, SSE, _sse({"jsonrpc": "2.0", "method": "notifications/message"})))
     assert error.kind == "malformed" and "event stream" in str(error)
+    assert type(error) is McpTransportError
 
 
 def test_a_body_with_neither_result_nor_error_is_malformed(mock, clock) -> None:

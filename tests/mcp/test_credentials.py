@@ -96,3 +96,17 @@ def test_the_credential_never_appears_in_reprs_or_errors(mock, clock) -> None:
     with pytest.raises(McpTransportError) as caught:
         McpClient(allow_private_networks=True, clock=clock).call_tool(endpoint, "echo")
     assert SECRET not in str(caught.value) and SECRET not in repr(caught.value)
+
+
+def test_netrc_and_environment_proxies_are_ignored(mock, clock, monkeypatch, tmp_path) -> None:
+    """A .netrc password for the host and an HTTP_PROXY in the environment are never used."""
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine 192.0.2.1 login user password NETRC-SECRET\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    server = ScriptedServer(clock)
+    server.install(mock)
+    McpClient(allow_private_networks=True, clock=clock).call_tool(Endpoint(identifier="d", url=URL), "echo")
+    assert all("Authorization" not in seen.headers for seen in server.seen)
+    assert all(not call.request.req_kwargs.get("proxies") for call in mock.calls)

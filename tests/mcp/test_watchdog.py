@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+import warnings
 
 from nr_llm.mcp.watchdog import LegWatchdog
 
@@ -44,3 +45,28 @@ def test_a_socket_registered_after_the_grant_is_shut_at_once() -> None:
                 time.sleep(0.01)
             watchdog.watch(ours)
             assert ours.recv(10) == b""
+
+
+def test_a_forked_child_gets_its_own_watchdog_thread() -> None:
+    """After fork (a preloading worker), a leg in the child is still cut at its grant."""
+    import os
+
+    with LegWatchdog(0.05, allow_private_networks=True):
+        pass  # start the parent's watchdog thread
+    with warnings.catch_warnings():
+        # Python 3.12+ warns that forking a threaded process may deadlock; that very
+        # situation (a worker forked after the watchdog thread started) is under test.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if its leg was cut in time
+        code = 1
+        try:
+            ours, theirs = socket.socketpair()
+            ours.settimeout(10)
+            with LegWatchdog(0.2, allow_private_networks=True) as watchdog:
+                watchdog.watch(ours)
+                code = 0 if ours.recv(1) == b"" and watchdog.fired else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

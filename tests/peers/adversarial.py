@@ -18,14 +18,20 @@
     record/0          well-behaved, with sessions; remembers each request's session id and
                       credential headers, served as JSON by ``GET /seen`` (not MCP)
 
+``python -m tests.peers.adversarial --tls-trickle`` is no HTTP server at all: it answers
+a TLS ClientHello with the header of a 16 KiB handshake record and then one byte of it
+every 0.2 s, so a TLS handshake never completes and no socket wait ever times out.
+
 Every sleep is bounded (a handler gives up after ``LIMIT_SECONDS``) and a write to a
 client that left ends the handler, so nothing outlives the test that started it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import socketserver
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -182,7 +188,25 @@ def _encode(body: dict[str, Any], result: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": result}).encode()
 
 
+class TlsTrickle(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        self.request.settimeout(LIMIT_SECONDS)
+        with contextlib.suppress(OSError):
+            self.request.recv(4096)  # the ClientHello
+            self.request.sendall(b"\x16\x03\x03\x40\x00")  # a handshake record of 16 KiB follows...
+            started = time.monotonic()
+            while time.monotonic() - started < LIMIT_SECONDS:
+                self.request.sendall(b"\x02")  # ...one byte at a time
+                time.sleep(0.2)
+
+
 def main() -> None:
+    if "--tls-trickle" in sys.argv:
+        tls = socketserver.ThreadingTCPServer(("127.0.0.1", 0), TlsTrickle)
+        tls.daemon_threads = True
+        print(f"PORT {tls.server_address[1]}", flush=True)
+        tls.serve_forever(poll_interval=0.2)
+        return
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)
