@@ -1,6 +1,7 @@
 """Test settings: the demo site's, with a fixed key and fast password hashing."""
 
 import os
+from typing import Any
 
 import django
 
@@ -12,6 +13,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Admin error mails go to locmem. Django 6.1 replaced EMAIL_BACKEND with MAILERS and warns
 # about either the old setting or no mailer at all (warnings are errors in this suite).
 if django.VERSION >= (6, 1):
-    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+    MAILERS: dict[str, dict[str, Any]] = {
+        "default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}
+    }
 else:
     EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
