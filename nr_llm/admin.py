@@ -1,19 +1,52 @@
-"""The operator surface. Thin: actions call services and report with message_user."""
+"""The operator surface. Thin: actions call services and report with message_user.
+
+Admin actions are POST-only and CSRF-protected by Django itself; each one here also
+requires the change permission (``permissions=["change"]``), so a view-only operator
+neither sees nor can post them.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin
+import json
+from typing import Any
 
-from .forms import McpServerForm
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from . import admin_columns as columns
+from . import connection, tasks, tool_trial
+from .forms import McpServerForm, TryToolForm
 from .models import McpServer, McpTool
+
+STYLES = {"all": ["nr_llm/admin.css"]}
 
 
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin[McpServer]):
     form = McpServerForm
-    list_display = ["name", "identifier", "enabled", "data_class", "requires_approval", "import_status"]
+    list_display = [
+        "name",
+        "identifier",
+        "enabled",
+        "contact_column",
+        "transport_column",
+        "auth_column",
+        "tools_column",
+        "data_class_column",
+        "requires_approval",
+        "import_column",
+        "import_error_column",
+    ]
     list_filter = ["enabled", "import_status", "data_class"]
     search_fields = ["identifier", "name", "url"]
+    actions = ["test_connection_action", "import_catalogue_action"]
     readonly_fields = [
         "credential_state",
         "import_status",
@@ -58,6 +91,21 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         ),
     ]
 
+    class Media:
+        css = STYLES
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[McpServer]:
+        # One query for the tools column instead of three per row.
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                tools_total=Count("tools"),
+                tools_enabled=Count("tools", filter=Q(tools__enabled=True)),
+                tools_orphaned=Count("tools", filter=Q(tools__orphaned=True)),
+            )
+        )
+
     @admin.display(description="Stored credential")
     def credential_state(self, obj: McpServer) -> str:
         if obj.credential_ciphertext:
@@ -66,21 +114,199 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
             return f"from environment variable {obj.credential_env}"
         return "not set"
 
+    @admin.display(description="last successful contact", ordering="last_contact")
+    def contact_column(self, obj: McpServer) -> str:
+        return columns.last_contact(obj.last_contact, obj.last_latency_ms, timezone.now())
+
+    @admin.display(description="transport")
+    def transport_column(self, obj: McpServer) -> str:
+        return columns.TRANSPORT
+
+    @admin.display(description="authentication", ordering="auth_placement")
+    def auth_column(self, obj: McpServer) -> SafeString:
+        return columns.authentication(obj.auth_placement, obj.auth_header_name)
+
+    @admin.display(description="tools")
+    def tools_column(self, obj: McpServer) -> SafeString:
+        text = columns.tools(
+            getattr(obj, "tools_enabled", 0),
+            getattr(obj, "tools_total", 0),
+            getattr(obj, "tools_orphaned", 0),
+        )
+        url = reverse("admin:nr_llm_mcptool_changelist") + f"?server__id__exact={obj.pk}"
+        return format_html('<a href="{}">{}</a>', url, text)
+
+    @admin.display(description="data class", ordering="data_class")
+    def data_class_column(self, obj: McpServer) -> SafeString:
+        return columns.data_class(obj.data_class)
+
+    @admin.display(description="last import", ordering="last_imported")
+    def import_column(self, obj: McpServer) -> str:
+        return columns.last_import(obj.import_status, obj.last_imported, timezone.now())
+
+    @admin.display(description="last import error")
+    def import_error_column(self, obj: McpServer) -> str:
+        return columns.error_preview(obj.import_error)
+
+    @admin.action(description="Test connection", permissions=["change"])
+    def test_connection_action(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
+        # One ping per server, each opening its own deadline: a slow server spends its
+        # own budget, never the next one's.
+        for server in queryset:
+            report = connection.test_connection(server)
+            if report.reachable:
+                self.message_user(
+                    request, columns.connection_summary(server.identifier, report), messages.SUCCESS
+                )
+            else:
+                self.message_user(
+                    request, f"Connection to {server.identifier} failed: {report.error}", messages.ERROR
+                )
+
+    @admin.action(description="Import catalogue", permissions=["change"])
+    def import_catalogue_action(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
+        # One task per server: each import opens its own deadline, and a queue backend
+        # can run them side by side.
+        for server in queryset:
+            start = tasks.start_import(server)
+            self.message_user(request, *columns.import_message(start))
+
 
 @admin.register(McpTool)
 class McpToolAdmin(admin.ModelAdmin[McpTool]):
-    list_display = ["tool_name", "server", "remote_name", "enabled", "orphaned"]
-    list_filter = ["enabled", "orphaned", "server"]
+    list_display = ["tool_name", "server", "remote_name", "enabled", "orphan_column", "try_column"]
+    list_filter = ["server", "enabled", "orphaned"]
+    list_select_related = ["server"]
     search_fields = ["tool_name", "remote_name", "description"]
+    actions = ["enable_tools", "disable_tools"]
+    fields = [
+        "tool_name",
+        "server",
+        "remote_name",
+        "enabled",
+        "orphan_column",
+        "try_column",
+        "description",
+        "schema_column",
+        "annotations_column",
+        "created",
+        "updated",
+    ]
     readonly_fields = [
         "server",
         "tool_name",
         "remote_name",
         "description",
-        "input_schema",
-        "remote_annotations",
-        "orphaned",
-        "orphaned_at",
+        "schema_column",
+        "annotations_column",
+        "orphan_column",
+        "try_column",
         "created",
         "updated",
     ]
+
+    class Media:
+        css = STYLES
+
+    def get_urls(self) -> list[URLPattern]:
+        # Before the inherited patterns: their "<object_id>/" would otherwise swallow "/try/".
+        try_url = path(
+            "<path:object_id>/try/",
+            self.admin_site.admin_view(self.try_tool_view),
+            name="nr_llm_mcptool_try",
+        )
+        return [try_url, *super().get_urls()]
+
+    def try_tool_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        tool = self.get_object(request, object_id)
+        if tool is None:
+            raise Http404("No such MCP tool.")
+        # Running a tool acts on a remote system: the same right as changing the tool.
+        if not self.has_change_permission(request, tool):
+            raise PermissionDenied
+        if refusal := _untryable(tool):
+            self.message_user(request, f"Cannot try {tool.tool_name}: {refusal}.", messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:nr_llm_mcptool_change", args=[tool.pk]))
+        form = TryToolForm(request.POST if request.method == "POST" else None, schema=tool.input_schema)
+        report = None
+        if form.is_valid():
+            report = tool_trial.try_tool(tool, form.cleaned_data["arguments"])
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Try {tool.tool_name}",
+            "tool": tool,
+            "form": form,
+            "report": report,
+            "elapsed": f"{report.elapsed_seconds:.2f}" if report else "",
+            "budget": f"{tool.server.budget_seconds:g}",
+            "schema": _pretty_json(tool.input_schema),
+        }
+        return TemplateResponse(request, "admin/nr_llm/mcptool/try_tool.html", context)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # Tools come from a server's catalogue; one typed by hand would call nothing real.
+        return False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: McpTool | None = None) -> list[str]:
+        # The bulk action's rule on the change form too: an orphan is not switched on.
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "enabled"] if obj is not None and obj.orphaned and not obj.enabled else fields
+
+    @admin.display(description="orphaned", ordering="orphaned")
+    def orphan_column(self, obj: McpTool) -> SafeString | str:
+        if not obj.orphaned:
+            return ""
+        since = f" since {obj.orphaned_at:%Y-%m-%d %H:%M}" if obj.orphaned_at else ""
+        return format_html(
+            '<strong class="nr-llm-warning">ORPHANED{}</strong>: no longer in the server\'s catalogue', since
+        )
+
+    @admin.display(description="try")
+    def try_column(self, obj: McpTool) -> SafeString | str:
+        if _untryable(obj):
+            return ""
+        return format_html('<a href="{}">Try tool</a>', reverse("admin:nr_llm_mcptool_try", args=[obj.pk]))
+
+    @admin.display(description="input schema")
+    def schema_column(self, obj: McpTool) -> SafeString:
+        return _pretty_json(obj.input_schema)
+
+    @admin.display(description="remote annotations")
+    def annotations_column(self, obj: McpTool) -> SafeString:
+        return _pretty_json(obj.remote_annotations)
+
+    @admin.action(description="Enable selected tools", permissions=["change"])
+    def enable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
+        # An orphan is gone from its server: enabling it would only offer a model a
+        # tool that fails, so it stays disabled and the operator is told.
+        orphans = queryset.filter(orphaned=True, enabled=False).count()
+        # update() skips auto_now; an enable is an operator's edit, so stamp it.
+        changed = queryset.filter(orphaned=False, enabled=False).update(enabled=True, updated=timezone.now())
+        self.message_user(request, f"{changed} tool(s) enabled.")
+        if orphans:
+            self.message_user(
+                request,
+                f"{orphans} orphaned tool(s) left disabled: they are gone from their server.",
+                messages.WARNING,
+            )
+
+    @admin.action(description="Disable selected tools", permissions=["change"])
+    def disable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
+        changed = queryset.filter(enabled=True).update(enabled=False, updated=timezone.now())
+        self.message_user(request, f"{changed} tool(s) disabled.")
+
+
+def _untryable(tool: McpTool) -> str:
+    """Why ``tool`` cannot be tried, or "" when it can."""
+    if tool.orphaned:
+        return "it is orphaned (gone from its server's catalogue)"
+    if not tool.enabled:
+        return "it is not enabled"
+    if not tool.server.enabled:
+        return "its server is not enabled"
+    return ""
+
+
+def _pretty_json(value: Any) -> SafeString:
+    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))

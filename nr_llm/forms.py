@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
 
+from .arguments import argument_problems
 from .models import McpServer
 
 
@@ -52,3 +54,34 @@ class McpServerForm(forms.ModelForm[McpServer]):
         elif secret := cleaned.get("new_credential"):
             self.instance.set_credential(secret)
         return cleaned
+
+
+class TryToolForm(forms.Form):
+    """JSON arguments for one tool call, checked against the tool's stored schema."""
+
+    arguments = forms.CharField(
+        label="Arguments (JSON object)",
+        initial="{}",
+        strip=False,
+        widget=forms.Textarea(
+            attrs={"rows": 8, "cols": 80, "spellcheck": "false", "class": "vLargeTextField"}
+        ),
+    )
+
+    def __init__(self, *args: Any, schema: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.schema = schema
+
+    def clean_arguments(self) -> dict[str, Any]:
+        raw: str = self.cleaned_data["arguments"]
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(
+                f"This is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+            ) from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError("The arguments must be a JSON object, e.g. {}.")
+        if problems := argument_problems(self.schema, value):
+            raise forms.ValidationError(problems)
+        return value

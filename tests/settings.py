@@ -1,11 +1,20 @@
 """Test settings: the demo site's, with a fixed key and fast password hashing."""
 
 import os
+from typing import Any
+
+import django
 
 os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-0123456789abcdef")
 
 from project.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-# No EMAIL_BACKEND: the test environment already swaps in locmem, and Django 6.1 deprecates
-# the setting (a warning, which this suite turns into an error).
+# Admin error mails go to locmem. Django 6.1 replaced EMAIL_BACKEND with MAILERS and warns
+# about either the old setting or no mailer at all (warnings are errors in this suite).
+if django.VERSION >= (6, 1):
+    MAILERS: dict[str, dict[str, Any]] = {
+        "default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}
+    }
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"

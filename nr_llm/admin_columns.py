@@ -1,0 +1,105 @@
+"""What the server changelist shows, as plain functions of a row and a clock.
+
+Kept out of admin.py so each column is testable with a fixed ``now`` and no request.
+Every piece of text that came from an operator or a remote server goes through
+``format_html`` / ``escape``: a server's self-description is data, never markup.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.contrib import messages
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.text import Truncator
+from django.utils.timesince import timesince
+
+from .mcp import ConnectionReport
+from .models import AuthPlacement, DataClass, ImportStatus
+from .tasks import ImportStart
+
+TRANSPORT = "Streamable HTTP"
+ERROR_PREVIEW_CHARS = 80
+
+
+def last_contact(contact: datetime | None, latency_ms: int | None, now: datetime) -> str:
+    """ "3 minutes ago · 42 ms", or "never" before the first successful operation."""
+    if contact is None:
+        return "never"
+    ago = _ago(contact, now)
+    return ago if latency_ms is None else f"{ago} · {latency_ms} ms"
+
+
+def _ago(moment: datetime, now: datetime) -> str:
+    # timesince() says "0 minutes" both for the last minute and for a stamp from a clock
+    # slightly ahead of this one; neither should read as a measurement.
+    if (now - moment).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(moment, now, depth=1)} ago"
+
+
+def authentication(stored: str, header_name: str) -> SafeString:
+    """The configured placement; a value this version does not know is shown as stored and flagged."""
+    if stored not in AuthPlacement.values:
+        return format_html('<strong class="nr-llm-warning">unknown: {}</strong>', stored)
+    if stored == AuthPlacement.HEADER:
+        return format_html("{} ({})", AuthPlacement(stored).label, header_name)
+    return format_html("{}", AuthPlacement(stored).label)
+
+
+def data_class(stored: str) -> SafeString:
+    if not stored:
+        return format_html('<strong class="nr-llm-warning">{}</strong>', "undeclared: imports refused")
+    if stored not in DataClass.values:
+        return format_html('<strong class="nr-llm-warning">unknown: {}</strong>', stored)
+    return format_html("{}", DataClass(stored).label)
+
+
+def tools(enabled: int, total: int, orphaned: int) -> str:
+    text = f"{enabled} / {total} enabled"
+    return f"{text}, {orphaned} orphaned" if orphaned else text
+
+
+def last_import(status: str, imported: datetime | None, now: datetime) -> str:
+    label = ImportStatus(status).label if status in ImportStatus.values else status
+    if imported is None:
+        return label
+    return f"{label} · {_ago(imported, now)}"
+
+
+def error_preview(error: str) -> str:
+    """Whitespace collapsed and clipped: the whole text is on the change page."""
+    return Truncator(" ".join(error.split())).chars(ERROR_PREVIEW_CHARS)
+
+
+def connection_summary(identifier: str, report: ConnectionReport) -> str:
+    """One line for a reachable server; plain text, escaped where it is shown."""
+    parts = [f"Connection to {identifier}: reachable"]
+    if report.latency_ms is not None:
+        parts[0] += f" in {report.latency_ms} ms"
+    if report.protocol_version:
+        parts.append(f"protocol {report.protocol_version}")
+    if report.server_name or report.server_version:
+        parts.append(f"server “{report.server_name}” version {report.server_version or '?'}")
+    return " · ".join(parts)
+
+
+def import_message(start: ImportStart) -> tuple[str, int]:
+    """The message (and its level) for one started import."""
+    # message_user capitalises the first letter, so the identifier never leads.
+    who = f"Import of {start.identifier}"
+    if start.state == "queued":
+        return f"{who} queued as task {start.task_id}; the counts appear here once it has run.", messages.INFO
+    if start.state == "failed" or start.report is None:
+        return f"{who} failed in the task ({start.failure}); see the server log.", messages.ERROR
+    report = start.report
+    if report.refused:
+        return f"{who} refused: {report.refused}", messages.ERROR
+    counts = f"{report.imported} imported, {report.skipped} skipped, {report.orphaned} orphaned"
+    text = f"{who} ran: {counts}."
+    if report.skip_reasons:
+        shown = "; ".join(report.skip_reasons[:3])
+        more = f" (and {len(report.skip_reasons) - 3} more)" if len(report.skip_reasons) > 3 else ""
+        return f"{text} Skipped: {shown}{more}.", messages.WARNING
+    return text, messages.SUCCESS

@@ -1,0 +1,53 @@
+"""Catalogue imports from the admin go through Django's Tasks framework.
+
+With the default immediate backend the import runs inside the request, as a direct call
+would; a site that configures a database or queue backend (``TASKS``) takes imports off
+the request path without any change here. The caller learns which happened.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import django
+
+from .catalogue import ImportReport, import_catalogue
+from .models import McpServer
+
+if django.VERSION >= (6, 0):
+    from django.tasks import TaskResultStatus, task
+else:  # Django 5.2: the backport the framework was upstreamed from.
+    from django_tasks import TaskResultStatus, task  # type: ignore[assignment,no-redef]
+
+
+@task()
+def import_server_catalogue(server_pk: int) -> dict[str, Any]:
+    """Import one server's catalogue; the report travels back as JSON (a task result must)."""
+    return dataclasses.asdict(import_catalogue(McpServer.objects.get(pk=server_pk)))
+
+
+@dataclass(frozen=True)
+class ImportStart:
+    """What starting an import did: ``ran`` (with its report), ``queued``, or ``failed``."""
+
+    identifier: str
+    task_id: str
+    state: Literal["ran", "queued", "failed"]
+    report: ImportReport | None = None
+    # The exception class path of a task that crashed; the traceback is in the task result.
+    failure: str = ""
+
+
+def start_import(server: McpServer) -> ImportStart:
+    """Enqueue the import of ``server``'s catalogue on the default task backend."""
+    result = import_server_catalogue.enqueue(server.pk)
+    if result.status == TaskResultStatus.SUCCESSFUL:
+        value = result.return_value
+        report = ImportReport(**{**value, "skip_reasons": tuple(value["skip_reasons"])})
+        return ImportStart(server.identifier, str(result.id), "ran", report=report)
+    if result.status == TaskResultStatus.FAILED:
+        failure = result.errors[-1].exception_class_path if result.errors else "unknown error"
+        return ImportStart(server.identifier, str(result.id), "failed", failure=failure)
+    return ImportStart(server.identifier, str(result.id), "queued")

@@ -1,0 +1,33 @@
+"""An operator's trial call of one tool, timed against the budget it runs under."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .models import McpTool
+from .tools import execute
+
+
+@dataclass(frozen=True)
+class TrialReport:
+    text: str
+    is_error: bool
+    elapsed_seconds: float
+    budget_seconds: float
+
+
+def try_tool(
+    tool: McpTool, arguments: dict[str, Any], clock: Callable[[], float] = time.monotonic
+) -> TrialReport:
+    """Call ``tool`` through the same API the site uses, so the trial proves what a model would get."""
+    started = clock()
+    result = execute(tool.tool_name, arguments)
+    return TrialReport(
+        text=result.text,
+        is_error=result.is_error,
+        elapsed_seconds=clock() - started,
+        budget_seconds=tool.server.budget_seconds,
+    )

@@ -1,0 +1,161 @@
+"""The operator's path through the admin in a real browser against a real MCP server.
+
+Debian's Chromium driven by Playwright (never a downloaded browser), the site on
+pytest-django's live server, the official Python SDK server as the MCP peer; all on
+127.0.0.1 with OS-chosen ports. Screenshots land in test-artifacts/ (ignored by git).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nr_llm.models import ImportStatus, McpServer
+from tests.peers import ROOT, sdk_server
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+# The peer describes itself with markup: the admin must show it as text and run nothing.
+HOSTILE_NAME = "<script>window.__pwned = 1; alert('pwned')</script> peer"
+TIMEOUT_MS = 30_000
+
+
+@pytest.fixture
+def browser_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it with apt-get)")
+    from django.db import connections
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the test's ORM reads are
+    # plain synchronous queries against the test database, not async code.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"),  # a fresh profile per test
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+            viewport={"width": 1600, "height": 900},
+        )
+        context.set_default_timeout(TIMEOUT_MS)
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+            # Queries made while the loop ran used connections of their own; left open,
+            # they would keep PostgreSQL from dropping the test database.
+            connections.close_all()
+
+
+def _run_action(page, label: str) -> str:
+    page.locator("select[name=action]").select_option(label=label)
+    page.locator("button[name=index]").first.click()
+    page.wait_for_load_state()
+    return str(page.locator("ul.messagelist").inner_text())
+
+
+def test_operator_adds_tests_imports_enables_and_tries_a_tool(
+    live_server, admin_user, browser_page, settings
+):
+    """Log in, add a server, test it, import, enable a tool, try it; contact moves; markup stays text."""
+    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser_page
+    dialogs: list[str] = []
+
+    def on_dialog(dialog):
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+
+    with sdk_server("--stateless", "--name", HOSTILE_NAME) as mcp_url:
+        # Log in.
+        page.goto(f"{live_server.url}/admin/")
+        page.fill("#id_username", "admin")
+        page.fill("#id_password", "password")
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_selector("#user-tools")
+
+        # Add a server pointing at the test MCP server.
+        page.goto(f"{live_server.url}/admin/nr_llm/mcpserver/add/")
+        page.fill("#id_identifier", "peer")
+        page.fill("#id_name", "Test peer")
+        page.fill("#id_url", mcp_url)
+        page.check("#id_enabled")
+        page.select_option("#id_data_class", "publicContent")
+        page.click("input[name=_save]")
+        page.wait_for_selector("ul.messagelist")
+        assert "was added successfully" in page.locator("ul.messagelist").inner_text()
+        contact_cell = page.locator("tr:has-text('Test peer') td.field-contact_column")
+        assert contact_cell.inner_text() == "never"
+
+        # Test the connection and see the report; the peer's name is shown as text.
+        page.locator("tr:has-text('Test peer') input.action-select").check()
+        message = _run_action(page, "Test connection")
+        assert re.search(r"Connection to peer: reachable in \d+ ms · protocol \d{4}-\d\d-\d\d", message)
+        assert f"server “{HOSTILE_NAME}” version 1.2.3" in message
+        assert page.evaluate("window.__pwned") is None
+        assert re.fullmatch(r"just now · \d+ ms", contact_cell.inner_text())
+        contact_after_ping = McpServer.objects.get(identifier="peer").last_contact
+        assert contact_after_ping is not None
+
+        # Import and see the counts.
+        page.locator("tr:has-text('Test peer') input.action-select").check()
+        message = _run_action(page, "Import catalogue")
+        assert "Import of peer ran: 5 imported, 0 skipped, 0 orphaned." in message
+        assert page.locator("tr:has-text('Test peer') td.field-tools_column").inner_text() == "0 / 5 enabled"
+
+        # Enable one tool from the server's own tool list.
+        page.locator("tr:has-text('Test peer') td.field-tools_column a").click()
+        page.locator("tr:has-text('mcp_peer_echo') input.action-select").check()
+        assert "1 tool(s) enabled." in _run_action(page, "Enable selected tools")
+
+        # Try it and see the answer.
+        page.locator("tr:has-text('mcp_peer_echo')").get_by_role("link", name="Try tool").click()
+        page.fill("#id_arguments", '{"text": "hello from the browser"}')
+        page.get_by_role("button", name="Run tool").click()
+        page.wait_for_selector("#try-tool-result")
+        assert page.locator("#try-tool-text").inner_text() == "hello from the browser"
+        assert page.locator("#try-tool-outcome").inner_text() == "The tool answered"
+        assert re.fullmatch(
+            r"Elapsed \d+\.\d\d s of the 20 s budget", page.locator("#try-tool-elapsed").inner_text()
+        )
+        page.screenshot(path=str(ARTIFACTS / "admin-try-tool.png"), full_page=True)
+
+        # The tool call was a successful operation: last contact moved again.
+        contact_after_call = McpServer.objects.get(identifier="peer").last_contact
+        assert contact_after_call is not None
+        assert contact_after_call > contact_after_ping
+        # A second, unconfigured server shows what the warnings look like.
+        McpServer.objects.create(
+            identifier="wiki",
+            name="Wiki (not set up yet)",
+            url="https://wiki.example.invalid/mcp",
+            import_status=ImportStatus.ERROR,
+            import_error="no data class is declared; declare what data this server may see first",
+        )
+        page.set_viewport_size({"width": 2100, "height": 700})
+        page.goto(f"{live_server.url}/admin/nr_llm/mcpserver/")
+        assert "1 / 5 enabled" in page.locator("tr:has-text('Test peer') td.field-tools_column").inner_text()
+        warning = page.locator("tr:has-text('Wiki') td.field-data_class_column strong")
+        assert warning.inner_text() == "undeclared: imports refused"
+        # The app's stylesheet is served and applied: the warning is in the admin's error colour.
+        assert warning.evaluate("element => getComputedStyle(element).color") == "rgb(186, 33, 33)"
+        page.screenshot(path=str(ARTIFACTS / "admin-server-changelist.png"), full_page=True)
+
+    assert dialogs == []

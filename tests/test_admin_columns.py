@@ -1,0 +1,90 @@
+"""The server changelist's columns as functions of a row and a fixed clock."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from nr_llm import admin_columns as columns
+from nr_llm.mcp import ConnectionReport
+
+NOW = datetime(2026, 5, 6, 12, 0, 0, tzinfo=UTC)
+
+
+def test_last_contact_reads_as_age_and_latency():
+    """A contact three minutes before now with 42 ms reads "3 minutes ago · 42 ms"."""
+    assert columns.last_contact(NOW - timedelta(minutes=3), 42, NOW) == "3\xa0minutes ago · 42 ms"
+
+
+def test_last_contact_before_any_success_reads_never():
+    """A server never contacted successfully says so instead of showing an empty cell."""
+    assert columns.last_contact(None, None, NOW) == "never"
+
+
+def test_last_contact_within_a_minute_or_from_a_clock_ahead_reads_just_now():
+    """Under a minute, or slightly in the future (clock skew), reads "just now", not "0 minutes ago"."""
+    assert columns.last_contact(NOW - timedelta(seconds=59), 7, NOW) == "just now · 7 ms"
+    assert columns.last_contact(NOW + timedelta(seconds=5), 7, NOW) == "just now · 7 ms"
+    assert columns.last_contact(NOW - timedelta(seconds=60), 7, NOW) == "1\xa0minute ago · 7 ms"
+
+
+@pytest.mark.parametrize(
+    ("stored", "header", "expected"),
+    [
+        ("none", "", "None"),
+        ("bearer", "", "Authorization: Bearer"),
+        ("header", "X-Api-Key", "Named header (X-Api-Key)"),
+    ],
+)
+def test_authentication_shows_the_configured_placement(stored, header, expected):
+    """Known placements read as their labels; a named header also names the header."""
+    assert columns.authentication(stored, header) == expected
+
+
+def test_unknown_authentication_value_is_shown_verbatim_escaped_and_flagged():
+    """A stored value this version does not know is shown as stored, escaped, with a warning mark."""
+    html = columns.authentication("oauth2<x>", "")
+    assert "unknown: oauth2&lt;x&gt;" in html
+    assert 'class="nr-llm-warning"' in html
+
+
+def test_undeclared_data_class_is_a_warning():
+    """No declared data class reads as a warning that imports are refused."""
+    html = columns.data_class("")
+    assert "undeclared: imports refused" in html
+    assert "nr-llm-warning" in html
+    assert columns.data_class("sourceCode") == "Source code"
+
+
+def test_tools_counts_enabled_total_and_orphans():
+    """Tools read "enabled / total enabled", with orphans counted only when there are any."""
+    assert columns.tools(2, 5, 0) == "2 / 5 enabled"
+    assert columns.tools(2, 5, 1) == "2 / 5 enabled, 1 orphaned"
+
+
+def test_last_import_shows_status_and_age():
+    """The import column joins the status label and how long ago it ran."""
+    assert columns.last_import("never_imported", None, NOW) == "Never imported"
+    assert columns.last_import("partial", NOW - timedelta(hours=2), NOW) == "Partial · 2\xa0hours ago"
+
+
+def test_error_preview_is_truncated_and_on_one_line():
+    """A long multi-line error is collapsed to one line and clipped with an ellipsis."""
+    preview = columns.error_preview("first line\nsecond " + "x" * 200)
+    assert "\n" not in preview
+    assert len(preview) == columns.ERROR_PREVIEW_CHARS
+    assert preview.startswith("first line second x")
+    assert preview.endswith("…")
+
+
+def test_connection_summary_names_latency_protocol_and_server():
+    """A reachable server's line names latency, the protocol revision chosen, name and version."""
+    report = ConnectionReport(
+        reachable=True,
+        latency_ms=42,
+        protocol_version="2025-06-18",
+        server_name="peer",
+        server_version="1.2.3",
+    )
+    assert columns.connection_summary("demo", report) == (
+        "Connection to demo: reachable in 42 ms · protocol 2025-06-18 · server “peer” version 1.2.3"
+    )
