@@ -194,12 +194,12 @@ class _Conversation:
         reply = self._send(jsonrpc.request(self._next_id(), "initialize", params))
         result = jsonrpc.result_of(self._answer(reply), self.server)
         version = result.get("protocolVersion")
-        if version not in KNOWN_PROTOCOL_VERSIONS:
+        if not isinstance(version, str) or version not in KNOWN_PROTOCOL_VERSIONS:
             raise self.malformed(
                 f"chose protocol revision {clean(version, 40)!r}, which this client does not speak"
             )
         self.session_id = reply.session_id
-        self.protocol_version = str(version)
+        self.protocol_version = version
         info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
         confirmed = self._send(jsonrpc.notification("notifications/initialized"))
