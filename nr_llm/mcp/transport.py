@@ -377,7 +377,12 @@ def auth_headers(endpoint: Endpoint) -> dict[str, str]:
         )
     # requests would quote a bad value back in its exception text: refuse it here, unquoted.
     value = endpoint.credential
-    if not value or value != value.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+    # Latin-1 is all http.client can put in a header; beyond it, it would raise quoting the character.
+    if (
+        not value
+        or value != value.strip()
+        or any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or ord(c) > 0xFF for c in value)
+    ):
         raise McpTransportError(
             "missing_credential",
             name,
@@ -385,7 +390,7 @@ def auth_headers(endpoint: Endpoint) -> dict[str, str]:
         )
     if endpoint.auth_placement == "bearer":
         return {"Authorization": f"Bearer {value}"}
-    if not _TOKEN.match(endpoint.auth_header_name):
+    if not _TOKEN.fullmatch(endpoint.auth_header_name):
         raise McpTransportError(
             "missing_credential",
             name,
