@@ -35,9 +35,10 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 MAX_RESUMPTIONS = 3
 _CHUNK_BYTES = 64 * 1024
 # Header token characters (RFC 9110) for a credential's header name.
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-# A session id is visible ASCII (MCP transports, "Session Management").
-_SESSION_ID = re.compile(r"^[\x21-\x7e]{1,512}$")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# A session id is visible ASCII (MCP transports, "Session Management"); an event id we
+# send back as Last-Event-ID must be too, or http.client raises encoding it.
+_VISIBLE_ASCII = re.compile(r"[\x21-\x7e]{1,512}")
 
 SessionFactory = Callable[[], requests.Session]
 
@@ -126,8 +127,8 @@ class Transport:
         """Resume a stream the server closed before our answer (GET with Last-Event-ID),
         after the server's retry interval, and only while that fits in the budget."""
         for _attempt in range(MAX_RESUMPTIONS):
-            if ended.last_event_id is None:
-                break  # the server offered no way back into the stream
+            if ended.last_event_id is None or not _VISIBLE_ASCII.fullmatch(ended.last_event_id):
+                break  # the server offered no way back into the stream that a header can carry
             wait = (ended.retry_ms or 0) / 1000
             if deadline.remaining_ns() - wait * 1e9 < MINIMUM_LEG_SECONDS * 1e9:
                 raise McpTransportError(
@@ -224,7 +225,7 @@ class Transport:
                 raise self._failure(exc, watchdog.fired, grant) from exc
         latency_ms = (self._clock.monotonic_ns() - started) // 1_000_000
         issued = response.headers.get("Mcp-Session-Id")
-        if issued is not None and not _SESSION_ID.match(issued):
+        if issued is not None and not _VISIBLE_ASCII.fullmatch(issued):
             raise McpTransportError(
                 "malformed", self.server, f"MCP server {self.server!r} issued an invalid session id."
             )

@@ -15,6 +15,10 @@
     drop/S            tools/call: an event stream that offers resumption (event id, retry
                       S seconds) and closes before the answer; ``GET`` with that
                       Last-Event-ID then streams the answer
+    slow-delete/S     well-behaved, with sessions, but DELETE answers after S seconds
+    drop-unicode/0    tools/call: like drop, but the event id is no ASCII (no header can carry it)
+    gzip-bomb/0       tools/call: Content-Encoding gzip (never asked for) inflating to 64 MiB
+    raw/NAME          tools/call: the raw bytes RAW[NAME] (a broken HTTP answer), then close
     record/0          well-behaved, with sessions; remembers each request's session id and
                       credential headers, served as JSON by ``GET /seen`` (not MCP)
 
@@ -29,6 +33,8 @@ client that left ends the handler, so nothing outlives the test that started it.
 from __future__ import annotations
 
 import contextlib
+import functools
+import gzip
 import itertools
 import json
 import socketserver
@@ -52,6 +58,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._remember("DELETE")
+        if self.path.startswith("/slow-delete/"):
+            time.sleep(min(float(self.path.split("/")[2]), LIMIT_SECONDS))
+            self._send(200, b"", "text/plain")
+            return
         self._send(200 if self.path.startswith("/record/") else 405, b"", "text/plain")
 
     def do_GET(self) -> None:
@@ -85,7 +95,7 @@ class Handler(BaseHTTPRequestHandler):
         if method == "initialize":
             if scenario == "slow-init":
                 time.sleep(min(seconds, LIMIT_SECONDS))
-            if scenario == "record":
+            if scenario in ("record", "slow-delete"):
                 self.session_header = f"{self.server.server_address[1]}-{next(SESSIONS)}"  # type: ignore[index]
             self._result(
                 body,
@@ -137,6 +147,23 @@ class Handler(BaseHTTPRequestHandler):
             self._head(200, "text/event-stream", None)
             self._write(f"id: call-{body['id']}\nretry: {int(seconds * 1000)}\ndata:\n\n".encode())
             return
+        elif scenario == "drop-unicode":
+            self._head(200, "text/event-stream", None)
+            self._write("id: \u4e16-call\nretry: 0\ndata:\n\n".encode())
+            return
+        elif scenario == "gzip-bomb":
+            bomb = _gzip_bomb()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(bomb)))
+            self.end_headers()
+            self._write(bomb)
+            return
+        elif scenario == "raw":
+            self.close_connection = True
+            self._write(RAW[self.path.strip("/").split("/")[1]])
+            return
         elif scenario == "endless":
             self._head(200, "application/json", None)
             self._write(b'{"jsonrpc":"2.0","id":' + str(body["id"]).encode() + b',"result":{"content":"')
@@ -182,6 +209,28 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return False
         return True
+
+
+RAW = {
+    "huge-header": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Big: "
+    + b"x" * 100_000
+    + b"\r\n\r\n",
+    "many-headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: y\r\n" % n for n in range(150)) + b"\r\n",
+    "bad-chunked": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+    "short-body": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+    "garbage-status": b"HTTP/1.1 abc\r\n\r\n",
+    "not-http": b"\x00\xff\xfe binary noise\r\n\r\n",
+    "bad-gzip": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+    b"Content-Length: 9\r\n\r\nnot gzip!",
+    "nul-header": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\x00\r\nContent-Length: 2\r\n\r\n{}",
+}
+
+
+@functools.cache
+def _gzip_bomb() -> bytes:
+    inflated = b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"' + b"x" * (64 << 20)
+    return gzip.compress(inflated, compresslevel=9)
 
 
 def _encode(body: dict[str, Any], result: dict[str, Any]) -> bytes:
