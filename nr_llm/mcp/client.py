@@ -215,7 +215,7 @@ class _Conversation:
             # The spec: a client answered 404 for its session MUST start a new one. Once,
             # and within the same budget, so a forgetful server cannot loop us.
             self._reopened = True
-            self.session_id = None
+            self.session_id = self.protocol_version = None
             self.open()
             reply = self._send(jsonrpc.request(self._next_id(), method, params))
         return jsonrpc.result_of(self._answer(reply), self.server), reply.latency_ms

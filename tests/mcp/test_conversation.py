@@ -117,7 +117,10 @@ def test_a_forgotten_session_is_reopened_once_within_the_same_budget(mock, clock
     handshake = ["initialize", "notifications/initialized"]
     assert server.methods == [*handshake, "tools/call", *handshake, "tools/call", "DELETE"]
     assert server.grants == [20, 20, 20, 18, 18, 18, 16]
-    assert server.seen[3].headers.get("Mcp-Session-Id") is None  # the new initialize carries no stale id
+    # The new initialize is a fresh handshake: no stale session id, no revision not yet negotiated.
+    assert server.seen[3].headers.get("Mcp-Session-Id") is None
+    assert server.seen[3].headers.get("MCP-Protocol-Version") is None
+    assert server.seen[4].headers.get("MCP-Protocol-Version") == "2025-11-25"
 
 
 def test_a_session_forgotten_twice_is_session_expired(mock, clock) -> None:

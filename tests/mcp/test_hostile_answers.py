@@ -129,3 +129,28 @@ def test_server_name_and_version_that_are_no_strings_are_rendered_clean(mock, cl
     assert report.reachable and "\x1b" not in report.server_name
     assert report.server_name == "{'evil': '\\x1b[2J'}"  # escaped by repr: no longer a control
     assert len(report.server_version) == 100 and report.server_version.endswith("…")
+
+
+def test_a_hostile_redirect_target_is_cleaned_and_clipped(mock, clock) -> None:
+    """A Location with an escape sequence, a line break and 5000 characters reaches the
+    message as one clean line, the target clipped to 200 characters."""
+    location = "http://x.test/\x1b[2J\r\nInjected: yes/" + "a" * 5000
+    error = _failure(mock, clock, "tools/call", (302, {"Location": location}, ""))
+    message = str(error)
+    assert error.kind == "redirect" and "\x1b" not in message and "\n" not in message
+    assert "a" * 200 not in message and "a" * 150 in message
+
+
+def test_a_hostile_content_type_is_cleaned_and_clipped(mock, clock) -> None:
+    """A Content-Type of 5000 characters with control characters is named clean and short."""
+    error = _failure(mock, clock, "tools/call", (200, {"Content-Type": "text/\x07" + "h" * 5000}, "<html>"))
+    message = str(error)
+    assert error.kind == "content_type" and "\x07" not in message
+    assert len(message) < 200 and "text/hhh" in message
+
+
+def test_an_rpc_error_message_is_clipped_to_two_hundred_characters(mock, clock) -> None:
+    """The server's own error message reaches ours clipped to exactly 200 characters."""
+    answer = {"jsonrpc": "2.0", "id": 2, "error": {"code": -1, "message": "m" * 5000}}
+    message = str(_failure(mock, clock, "tools/call", (200, JSON, json.dumps(answer))))
+    assert "m" * 199 + "…" in message and "m" * 200 not in message
