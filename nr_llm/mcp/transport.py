@@ -68,7 +68,6 @@ class _EndedEarly(McpTransportError):
 
 @dataclass(frozen=True)
 class Reply:
-    status: int
     answer: dict[str, Any] | None
     session_id: str | None
     latency_ms: int
@@ -229,7 +228,7 @@ class Transport:
             raise McpTransportError(
                 "malformed", self.server, f"MCP server {self.server!r} issued an invalid session id."
             )
-        return Reply(status=response.status_code, answer=answer, session_id=issued, latency_ms=latency_ms)
+        return Reply(answer=answer, session_id=issued, latency_ms=latency_ms)
 
     def _answer(
         self,
