@@ -142,6 +142,20 @@ def test_health_records_one_contact_with_the_latency_of_the_completing_leg(mock,
     assert health.contacts == [("demo", 2500)]
 
 
+def test_a_walk_and_a_ping_record_the_latency_of_their_last_leg(mock, clock) -> None:
+    """list_tools records the last page's latency (not the handshake's, not the sum); ping
+    records the confirmation's. One contact per operation."""
+    health = HealthLog()
+    pages = {None: {"tools": [{"name": "a"}], "nextCursor": "2"}, "2": {"tools": [{"name": "b"}]}}
+    seconds = {"initialize": 1, "notifications/initialized": 0.25, "tools/list": 3}
+    server = ScriptedServer(clock, seconds=seconds, pages=pages)
+    server.install(mock)
+    client = McpClient(allow_private_networks=True, clock=clock, health=health)
+    client.list_tools(_endpoint())
+    client.ping(_endpoint())
+    assert health.contacts == [("demo", 3000), ("demo", 250)]
+
+
 def test_a_failed_operation_records_nothing(mock, clock) -> None:
     """An operation that ends in McpTransportError leaves the health sink untouched."""
     health = HealthLog()
