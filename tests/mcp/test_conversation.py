@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -146,7 +147,10 @@ def test_a_walk_and_a_ping_record_the_latency_of_their_last_leg(mock, clock) -> 
     """list_tools records the last page's latency (not the handshake's, not the sum); ping
     records the confirmation's. One contact per operation."""
     health = HealthLog()
-    pages = {None: {"tools": [{"name": "a"}], "nextCursor": "2"}, "2": {"tools": [{"name": "b"}]}}
+    pages: dict[str | None, dict[str, Any]] = {
+        None: {"tools": [{"name": "a"}], "nextCursor": "2"},
+        "2": {"tools": [{"name": "b"}]},
+    }
     seconds = {"initialize": 1, "notifications/initialized": 0.25, "tools/list": 3}
     server = ScriptedServer(clock, seconds=seconds, pages=pages)
     server.install(mock)

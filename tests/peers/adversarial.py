@@ -6,6 +6,7 @@
 
     slow-init/S       initialize answers after S seconds
     slow-work/S       tools/call answers after S seconds
+    late-stuck/S      initialize answers after S seconds, tools/call never (within a minute)
     slow-pages/S      tools/list: 50 pages, each after S seconds
     trickle/S         tools/call: headers, then one body byte every S seconds
     slow-headers/S    tools/call: the status line and headers one byte every S seconds
@@ -93,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send(202, b"", "text/plain")
             return
         if method == "initialize":
-            if scenario == "slow-init":
+            if scenario in ("slow-init", "late-stuck"):
                 time.sleep(min(seconds, LIMIT_SECONDS))
             if scenario in ("record", "slow-delete"):
                 self.session_header = f"{self.server.server_address[1]}-{next(SESSIONS)}"  # type: ignore[index]
@@ -126,6 +127,8 @@ class Handler(BaseHTTPRequestHandler):
         answer = _encode(body, {"content": [{"type": "text", "text": "done"}]})
         if scenario == "slow-work":
             time.sleep(min(seconds, LIMIT_SECONDS))
+        elif scenario == "late-stuck":
+            time.sleep(LIMIT_SECONDS)
         elif scenario == "trickle":
             self._head(200, "application/json", len(answer) + 10_000)
             self._drip(b" " * 10_000 + answer, seconds)
