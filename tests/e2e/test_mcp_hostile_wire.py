@@ -75,3 +75,33 @@ def test_a_hanging_delete_keeps_the_answer_and_the_bound(base_url: str) -> None:
     elapsed = time.monotonic() - started
     assert outcome.text == "done"
     assert BUDGET - 0.1 <= elapsed < BUDGET + 1
+
+
+def test_the_credential_never_reaches_a_log_line_or_a_traceback(base_url: str, caplog) -> None:
+    """With every logger at DEBUG (urllib3's included), a successful call, a broken answer,
+    a cut leg and a hanging DELETE leave no trace of the credential in any log record, nor
+    in the full traceback (the exception chain included) of any error raised."""
+    import logging
+    import traceback
+
+    secret = "tok-9f8e7d6c5b4a"
+    raised: list[str] = []
+    with caplog.at_level(logging.DEBUG):
+        for scenario in ("record/0", "raw/garbage-status", "silence/30", "slow-delete/30", "raw/bad-gzip"):
+            endpoint = Endpoint(
+                identifier="hostile",
+                url=f"{base_url}/{scenario}/mcp",
+                budget_seconds=BUDGET,
+                credential=secret,
+                auth_placement="bearer",
+            )
+            try:
+                CLIENT.call_tool(endpoint, "echo")
+            except McpTransportError as exc:
+                raised.append("".join(traceback.format_exception(exc)))
+    assert len(raised) == 3  # the broken answer, the cut leg, the bad gzip
+    logged = caplog.text + "".join(
+        "".join(traceback.format_exception(*record.exc_info)) for record in caplog.records if record.exc_info
+    )
+    assert "HTTP/1.1" in logged  # urllib3's debug lines were captured: the check below is not vacuous
+    assert secret not in logged and all(secret not in text for text in raised)
