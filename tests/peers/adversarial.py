@@ -232,8 +232,10 @@ RAW = {
 
 @functools.cache
 def _gzip_bomb() -> bytes:
-    inflated = b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"' + b"x" * (64 << 20)
-    return gzip.compress(inflated, compresslevel=9)
+    # 64 gzip members of 1 MiB each (a valid gzip stream): cheap to build, 64 MiB inflated.
+    prefix = b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"'
+    mebibyte = gzip.compress(b"x" * (1 << 20), compresslevel=9)
+    return gzip.compress(prefix, compresslevel=9) + mebibyte * 64
 
 
 def _encode(body: dict[str, Any], result: dict[str, Any]) -> bytes:
