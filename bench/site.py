@@ -7,6 +7,7 @@ request completion. ``BENCH_MODE``:
 """
 
 import os
+import time
 
 os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-0123456789abcdef")
 os.environ.setdefault("DATABASE_URL", "sqlite://:memory:")
@@ -49,4 +50,9 @@ def ok(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok")
 
 
-urlpatterns = [path("ok/", ok)]
+def cpu(request: HttpRequest) -> HttpResponse:
+    """CPU seconds this worker process (all its threads) has used so far."""
+    return HttpResponse(repr(time.process_time()))
+
+
+urlpatterns = [path("ok/", ok), path("cpu/", cpu)]

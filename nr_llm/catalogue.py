@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from . import tools
@@ -43,6 +43,7 @@ _SYNCED_FIELDS = (
 class ImportReport:
     identifier: str
     imported: int
+    #: Advertised tools not imported; ``skip_reasons`` says why (one reason may cover several).
     skipped: int
     #: Tools of this server that are no longer advertised (kept, never deleted).
     orphaned: int
@@ -111,7 +112,7 @@ def import_catalogue(
         # The client's message already tells a spent budget apart from a server that
         # failed; say where this installation sets the number, since only it can raise it.
         reason = str(exc)
-        if exc.kind == "deadline_exhausted":
+        if exc.kind in ("deadline_exhausted", "timeout"):
             where = (
                 "this server's operation budget"
                 if server.operation_timeout
@@ -128,7 +129,17 @@ def import_catalogue(
             "and a catalogue is never truncated",
         )
     accepted, reasons = _validate(server.identifier, advertised)
-    report = _reconcile(server, accepted, reasons)
+    try:
+        report = _reconcile(server, accepted, reasons, len(advertised))
+    except IntegrityError:
+        # Two different servers whose names collide (``a`` + ``b_c`` and ``a_b`` + ``c``)
+        # imported at the same moment: the transaction rolled back whole, so nothing is
+        # half-written, and the next import sees the winner's rows and skips with a reason.
+        return _refuse(
+            server,
+            "another server's import claimed one of these tool names at the same moment; "
+            "nothing was changed — run the import again",
+        )
     if progress:
         progress(ImportProgress(server.identifier, "reconciled", report.imported))
     return report
@@ -175,7 +186,9 @@ def _validate(identifier: str, advertised: Sequence[dict[str, Any]]) -> tuple[li
     return [c for c in candidates if counts[c.tool_name] == 1], reasons
 
 
-def _reconcile(server: McpServer, accepted: list[_Accepted], reasons: list[str]) -> ImportReport:
+def _reconcile(
+    server: McpServer, accepted: list[_Accepted], reasons: list[str], advertised: int
+) -> ImportReport:
     now = timezone.now()
     with transaction.atomic():
         # The lock makes a second import of this server wait for the first to commit, so
@@ -225,7 +238,8 @@ def _reconcile(server: McpServer, accepted: list[_Accepted], reasons: list[str])
         McpTool.objects.bulk_create(created)
         if changed:
             McpTool.objects.bulk_update(changed, [*_SYNCED_FIELDS, "updated"])
-        report = ImportReport(locked.identifier, imported, len(reasons), orphaned, tuple(reasons))
+        # Every advertised tool is imported or skipped; one reason may cover several (duplicates).
+        report = ImportReport(locked.identifier, imported, advertised - imported, orphaned, tuple(reasons))
         status = ImportStatus.PARTIAL if reasons else ImportStatus.OK
         fields = {
             "import_status": status,

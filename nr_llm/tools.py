@@ -203,12 +203,12 @@ def _remote_spec(row: McpTool) -> ToolSpec | None:
 def _run_local(tool: LocalTool, arguments: dict[str, Any]) -> ToolResult:
     try:
         value = tool.function(**arguments)
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
     except Exception as exc:
         # A reporting boundary: the agent loop gets a failed result; the traceback goes to
         # the log, not to the model (exception text may carry what a model must not see).
         logger.exception("local tool %s failed", tool.name)
         return ToolResult(f"local tool {tool.name!r} failed ({type(exc).__name__})", True)
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
     return ToolResult(text, False)
 
 

@@ -77,6 +77,7 @@ def test_exactly_500_tools_are_imported():
 
 
 def test_a_transport_error_is_refused_with_its_message_as_the_reason():
+    # A server failure is not this installation's budget: no setting is named.
     """Any McpTransportError from the walk: its message is the reason, the catalogue stays."""
     server = McpServerFactory.create()
     error = McpTransportError("status", server.identifier, f"MCP server {server.identifier} answered 503")
@@ -84,13 +85,14 @@ def test_a_transport_error_is_refused_with_its_message_as_the_reason():
     assert server.import_error == f"MCP server {server.identifier} answered 503"
 
 
+@pytest.mark.parametrize("kind", ["deadline_exhausted", "timeout"])
 @pytest.mark.parametrize(
     ("override", "where"), [(None, "NR_LLM_MCP_OPERATION_TIMEOUT"), (5, "this server's operation budget")]
 )
-def test_a_spent_budget_names_where_this_installation_sets_it(override, where):
-    """deadline_exhausted keeps the client's message and adds which setting holds the budget."""
+def test_a_spent_budget_names_where_this_installation_sets_it(kind, override, where):
+    """A spent budget (before or during a leg) keeps the client's message and names its setting."""
     server = McpServerFactory.create(operation_timeout=override)
-    error = McpTransportError("deadline_exhausted", server.identifier, "budget of 5 s is spent")
+    error = McpTransportError(kind, server.identifier, "budget of 5 s is spent")
     report = import_catalogue(server, client=FakeClient(error=error))
     assert report.refused == f"budget of 5 s is spent (set in {where})"
 
@@ -152,6 +154,7 @@ def test_a_name_outside_the_rule_is_skipped_not_rewritten():
 def test_two_remote_tools_mapping_to_one_local_name_are_both_skipped():
     """Duplicate names: neither is imported, since a call could reach either."""
     server, report = _import([tool("dup"), tool("dup", description="other"), tool("fine")])
+    assert (report.imported, report.skipped) == (1, 2)
     assert report.skip_reasons == (
         "2 remote tools map to the local name mcp_demo_dup; none of them is imported",
     )
@@ -321,3 +324,24 @@ def test_report_status_and_ok_follow_refusal_and_skips():
     assert ImportReport("s", 1, 1, 0, ("r",)).status == "partial"
     refused = ImportReport("s", 0, 0, 0, (), refused="no URL")
     assert (refused.status, refused.ok) == ("error", False)
+
+
+def test_a_name_claimed_concurrently_by_another_server_is_a_refusal_not_a_crash(monkeypatch):
+    """If another server's import wins a tool name between our check and our insert, the
+    unique constraint fires; the import is refused with a reason and changes nothing."""
+    from django.db import IntegrityError
+
+    server = McpServerFactory.create()
+    McpToolFactory.create(server=server, remote_name="kept", enabled=True)
+    before = _snapshot(server)
+
+    def lost_the_race(*args, **kwargs):
+        raise IntegrityError("duplicate key value violates unique constraint")
+
+    monkeypatch.setattr(McpTool.objects, "bulk_create", lost_the_race)
+    report = import_catalogue(server, client=FakeClient([tool("kept"), tool("new")]))
+    assert report.status == "error"
+    assert "run the import again" in report.refused
+    assert _snapshot(server) == before
+    server.refresh_from_db()
+    assert server.import_status == ImportStatus.ERROR

@@ -107,6 +107,15 @@ def test_tools_gone_from_the_server_are_orphaned_and_come_back(small_catalogue_u
     assert not McpTool.objects.filter(orphaned=True).exists()
 
 
+def test_a_stateful_server_answering_in_event_streams_imports_the_same():
+    """With sessions and SSE answers (the SDK's default mode) the paged walk imports alike."""
+    with sdk_server("--extra-tools", "5", "--page-size", "3") as stateful:
+        server = McpServerFactory.create(identifier="sse", url=stateful)
+        report = import_catalogue(server)
+    assert (report.ok, report.imported, report.skipped) == (True, 10, 0)
+    assert McpTool.objects.filter(server=server).count() == 10
+
+
 def test_more_than_500_advertised_tools_are_refused(url):
     """501 tools (over 26 pages) are refused with the count; nothing is written."""
     with sdk_server("--stateless", "--extra-tools", "496", "--page-size", "20") as big:

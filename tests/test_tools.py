@@ -199,6 +199,18 @@ def test_a_failing_local_tool_is_an_error_result_with_the_traceback_only_in_the_
     assert "unexpected keyword argument 'town'" in caplog.text
 
 
+def test_a_local_answer_that_cannot_be_encoded_is_an_error_result():
+    """An answer json cannot encode (a cycle) is a failed result, not an exception."""
+    loop: list[object] = []
+    loop.append(loop)
+    tools.register("site_loop", "Cyclic.", {"type": "object"}, lambda: loop)
+    try:
+        result = tools.execute("site_loop")
+    finally:
+        tools.unregister("site_loop")
+    assert result == tools.ToolResult("local tool 'site_loop' failed (ValueError)", True, "")
+
+
 def test_execute_of_an_unknown_tool_is_an_error_result():
     """An unknown name never raises."""
     assert tools.execute("nope", {}) == tools.ToolResult("unknown tool 'nope'", True, "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+import django
 import pytest
 from django.core.signals import got_request_exception
 
@@ -46,5 +47,10 @@ def site(settings, db):
     ``db``: Django's handlers close stale connections at each request's start and end.
     """
     settings.ROOT_URLCONF = "tests.observability.urls"
-    settings.ADMINS = [("Ops", "ops@example.invalid")]
+    # Django 6 takes plain addresses and deprecates (name, address) pairs.
+    address = "ops@example.invalid"
+    settings.ADMINS = [address] if django.VERSION >= (6, 0) else [("Ops", address)]
+    if django.VERSION >= (6, 1):
+        # Without a configured mailer Django 6.1 warns on every mail_admins().
+        settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
     return settings

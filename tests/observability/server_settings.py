@@ -6,14 +6,23 @@
 
 import os
 
+import django
+
 from tests.settings import *  # noqa: F403
 from tests.settings import MIDDLEWARE
 
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1"]
-ADMINS = [("Ops", "ops@example.invalid")]
-EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
-EMAIL_FILE_PATH = os.environ["NR_LLM_TEST_MAIL_DIR"]
+# Django 6 takes plain addresses and deprecates (name, address) pairs.
+ADMINS = ["ops@example.invalid"] if django.VERSION >= (6, 0) else [("Ops", "ops@example.invalid")]
+_MAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+_MAIL_DIR = os.environ["NR_LLM_TEST_MAIL_DIR"]
+if django.VERSION >= (6, 1):
+    # Django 6.1 deprecates EMAIL_BACKEND / EMAIL_FILE_PATH in favour of MAILERS.
+    MAILERS = {"default": {"BACKEND": _MAIL_BACKEND, "OPTIONS": {"file_path": _MAIL_DIR}}}
+else:
+    EMAIL_BACKEND = _MAIL_BACKEND
+    EMAIL_FILE_PATH = _MAIL_DIR
 
 if os.environ.get("NR_LLM_TEST_BARE") == "1":
     MIDDLEWARE = [entry for entry in MIDDLEWARE if not entry.startswith("nr_llm.")]

@@ -10,10 +10,12 @@ from django.test import Client, override_settings
 
 from tests.settings import MIDDLEWARE
 
+from . import urls
 from .drivers import ResettingStream, wrapped_wsgi, wsgi_call
 
 PARTIAL = b'{"text": "' + b"x" * 50
 BODY_READER = "tests.observability.urls.BodyReadingMiddleware"
+HOOK_RECORDER = "tests.observability.urls.RecordingExceptionMiddleware"
 COMPLETION = "nr_llm.observability.middleware.RequestCompletionMiddleware"
 
 
@@ -44,6 +46,18 @@ def test_disconnect_in_another_middlewares_process_view_is_a_quiet_499(site, log
     site.MIDDLEWARE = [*MIDDLEWARE[:-1], BODY_READER, MIDDLEWARE[-1]]
     status, _ = wsgi_call(wrapped_wsgi(), "POST", "/process-view/", body=PARTIAL, length=1000)
     assert_quiet_499(logs, signals_sent, status)
+
+
+@pytest.mark.parametrize(
+    ("path", "hook_calls"), [("/wrapped-reason/", []), ("/unrelated-reset/", ["ConnectionResetError"])]
+)
+def test_no_other_process_exception_hook_sees_a_disconnect(site, path, hook_calls):
+    """Another middleware's process_exception hook is skipped for a disconnect, and still
+    called for an unrelated error (so the test can fail)."""
+    site.MIDDLEWARE = [*MIDDLEWARE[:-1], HOOK_RECORDER, MIDDLEWARE[-1]]
+    urls.HOOK_CALLS.clear()
+    wsgi_call(wrapped_wsgi(), "POST", path, body=PARTIAL, length=1000)
+    assert hook_calls == urls.HOOK_CALLS
 
 
 def test_csrf_403_after_a_disconnect_is_a_499_without_the_warning(site, logs, signals_sent):

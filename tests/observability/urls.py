@@ -117,3 +117,20 @@ class BodyReadingMiddleware:
         if request.path == "/process-view/":
             request.body  # noqa: B018
         return None
+
+
+HOOK_CALLS: list[str] = []
+
+
+class RecordingExceptionMiddleware:
+    """Another middleware's process_exception hook, which must not see a disconnect."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        HOOK_CALLS.append(type(exception).__name__)
+        return None
