@@ -198,6 +198,15 @@ def _reconcile(
             return ImportReport(
                 server.identifier, 0, 0, 0, (), refused="the server was deleted during the import"
             )
+        if _catalogue_settings(locked) != _catalogue_settings(server):
+            # The walk fetched what the row described when it started: tool names carry the
+            # old identifier, the tools came from the old URL, or the data class that allowed
+            # the import is gone. Writing them would attribute them to a server they are not from.
+            return _refuse(
+                server,
+                "the server's identifier, URL or data class changed while its catalogue was "
+                "fetched; nothing was changed — run the import again",
+            )
         taken = dict(
             McpTool.objects.filter(tool_name__in=[a.tool_name for a in accepted])
             .exclude(server=locked)
@@ -250,6 +259,11 @@ def _reconcile(
         McpServer.objects.filter(pk=locked.pk).update(**fields)
     _copy(server, fields)
     return report
+
+
+def _catalogue_settings(server: McpServer) -> tuple[str, str, bool]:
+    """What decides which tools an import fetches and what they are called."""
+    return server.identifier, server.url, bool(server.data_class)
 
 
 def _apply(row: McpTool, values: dict[str, Any], now: datetime) -> bool:

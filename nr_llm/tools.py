@@ -162,6 +162,9 @@ def execute(
     name: str, arguments: dict[str, Any] | None = None, *, client: ToolCaller | None = None
 ) -> ToolResult:
     """Run a tool and return its result; a failure is an ``is_error`` result, never an exception."""
+    if not isinstance(name, str):
+        # A model's malformed call (a list or object as the name) is not a lookup key.
+        return ToolResult(f"unknown tool {clean(name)!r}", True)
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
