@@ -24,6 +24,7 @@ from .mcp.names import InvalidToolName, checked_local_name
 from .mcp.schema import SchemaRefused, normalise_schema
 from .mcp.text import clean
 from .models import ImportStatus, McpServer, McpTool
+from .redaction import redact
 
 MAX_TOOLS = 500
 #: A remote description is text a model reads on every request; more than this is not a description.
@@ -106,12 +107,13 @@ def import_catalogue(
         def on_page(pages: int, count: int) -> None:
             progress(ImportProgress(server.identifier, "page", count, pages))
 
+    endpoint = endpoint_for(server)
     try:
-        advertised = (client or mcp_client()).list_tools(endpoint_for(server), on_page=on_page)
+        advertised = (client or mcp_client()).list_tools(endpoint, on_page=on_page)
     except McpTransportError as exc:
         # The client's message already tells a spent budget apart from a server that
         # failed; say where this installation sets the number, since only it can raise it.
-        reason = str(exc)
+        reason = redact(str(exc), endpoint.credential)
         if exc.kind in ("deadline_exhausted", "timeout"):
             where = (
                 "this server's operation budget"
