@@ -8,6 +8,7 @@ import status and reason.
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from . import tools
 from .endpoints import endpoint_for, mcp_client
 from .mcp import Endpoint, McpTransportError
 from .mcp.names import InvalidToolName, checked_local_name
-from .mcp.schema import SchemaRefused, normalise_schema
+from .mcp.schema import SchemaRefused, contains_nul, normalise_schema
 from .mcp.text import clean
 from .models import ImportStatus, McpServer, McpTool
 from .redaction import redact
@@ -29,6 +30,8 @@ from .redaction import redact
 MAX_TOOLS = 500
 #: A remote description is text a model reads on every request; more than this is not a description.
 MAX_DESCRIPTION = 4000
+#: Unicode categories removed from a description: controls, format (bidi) and surrogates.
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs"})
 
 _SYNCED_FIELDS = (
     "remote_name",
@@ -171,21 +174,27 @@ def _validate(identifier: str, advertised: Sequence[dict[str, Any]]) -> tuple[li
             reasons.append(f"{shown}: description is not a string")
             continue
         annotations = tool.get("annotations")
-        candidates.append(
-            _Accepted(
-                name,
-                remote,
-                description[:MAX_DESCRIPTION],
-                schema,
-                annotations if isinstance(annotations, dict) else {},
-            )
-        )
+        if not isinstance(annotations, dict):
+            annotations = {}
+        if contains_nul(annotations):
+            reasons.append(f"{shown}: annotations contain a NUL character, which cannot be stored")
+            continue
+        candidates.append(_Accepted(name, remote, _prose(description[:MAX_DESCRIPTION]), schema, annotations))
     counts = Counter(candidate.tool_name for candidate in candidates)
     for name, count in sorted(counts.items()):
         if count > 1:
             # Keeping either would let a call reach a tool the operator did not pick.
             reasons.append(f"{count} remote tools map to the local name {name}; none of them is imported")
     return [c for c in candidates if counts[c.tool_name] == 1], reasons
+
+
+def _prose(text: str) -> str:
+    """``text`` without control or format characters, line breaks and tabs kept.
+
+    Descriptions are prose a model and an operator read: an escape sequence or a bidi
+    override only disguises it, and a NUL cannot be stored by PostgreSQL at all.
+    """
+    return "".join(char for char in text if char in "\n\t" or unicodedata.category(char) not in _INVISIBLE)
 
 
 def _reconcile(

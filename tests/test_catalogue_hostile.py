@@ -130,3 +130,26 @@ def test_a_refusal_for_a_deleted_server_does_not_fail():
     report = import_catalogue(server, client=FakeClient([tool("a")]))
     assert report.status == "error"
     assert not McpServer.objects.exists()
+
+
+def test_a_description_keeps_its_lines_but_loses_control_and_bidi_characters():
+    """NUL (which PostgreSQL cannot store), escape sequences and bidi overrides are removed;
+    line breaks and tabs, which descriptions use, stay."""
+    server, report = _import([tool("odd", description="Fine\u202eevil\x1b[31m\x00 text\nline\ttwo")])
+    assert report.imported == 1
+    assert McpTool.objects.get(server=server).description == "Fineevil[31m text\nline\ttwo"
+
+
+def test_a_schema_holding_a_nul_character_is_skipped_with_a_reason():
+    """A NUL anywhere in the schema (a property name, a description) cannot be stored: skipped."""
+    schema = {"type": "object", "properties": {"a\x00b": {"type": "string"}}}
+    server, report = _import([tool("nul", schema), tool("ok")])
+    assert report.skip_reasons == ("'nul': input schema contains a NUL character, which cannot be stored",)
+    assert _names(server) == ["mcp_demo_ok"]
+
+
+def test_annotations_holding_a_nul_character_are_skipped_with_a_reason():
+    """Annotations are stored as the server sent them, so a NUL there skips the tool."""
+    server, report = _import([tool("nul", annotations={"title": "x\x00"}), tool("ok")])
+    assert report.skip_reasons == ("'nul': annotations contain a NUL character, which cannot be stored",)
+    assert _names(server) == ["mcp_demo_ok"]
