@@ -130,6 +130,8 @@ def available() -> list[ToolSpec]:
 
 def spec(name: str) -> ToolSpec | None:
     """The offered tool called ``name``, for a caller gating on its policy before ``execute``."""
+    if not isinstance(name, str):
+        return None
     local = _registry.get(name)
     if local is not None:
         return ToolSpec(local.name, local.description, local.input_schema)
