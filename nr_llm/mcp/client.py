@@ -194,12 +194,12 @@ class _Conversation:
         reply = self._send(jsonrpc.request(self._next_id(), "initialize", params))
         result = jsonrpc.result_of(self._answer(reply), self.server)
         version = result.get("protocolVersion")
-        if version not in KNOWN_PROTOCOL_VERSIONS:
+        if not isinstance(version, str) or version not in KNOWN_PROTOCOL_VERSIONS:
             raise self.malformed(
                 f"chose protocol revision {clean(version, 40)!r}, which this client does not speak"
             )
         self.session_id = reply.session_id
-        self.protocol_version = str(version)
+        self.protocol_version = version
         info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
         confirmed = self._send(jsonrpc.notification("notifications/initialized"))
@@ -215,7 +215,7 @@ class _Conversation:
             # The spec: a client answered 404 for its session MUST start a new one. Once,
             # and within the same budget, so a forgetful server cannot loop us.
             self._reopened = True
-            self.session_id = None
+            self.session_id = self.protocol_version = None
             self.open()
             reply = self._send(jsonrpc.request(self._next_id(), method, params))
         return jsonrpc.result_of(self._answer(reply), self.server), reply.latency_ms

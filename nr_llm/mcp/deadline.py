@@ -18,6 +18,11 @@ from .errors import McpTransportError
 # opposite of a deadline, and it would arrive exactly when the budget is tightest.
 MINIMUM_LEG_SECONDS = 1
 
+# Not a policy (there is no upper clamp on what an installation may choose): the largest
+# wait handed to a socket or a thread must fit the platform's clock (about 9.2e9 s), or
+# the operation would crash with OverflowError. A billion seconds is 31 years.
+MAXIMUM_BUDGET_SECONDS = 1_000_000_000
+
 _NS = 1_000_000_000
 
 
@@ -33,10 +38,11 @@ class MonotonicClock:
 
 
 def effective_budget(budget_seconds: float) -> float:
-    """The budget an operation really gets: below the leg floor (or not a number) is raised to it."""
-    if not math.isfinite(budget_seconds) or budget_seconds < MINIMUM_LEG_SECONDS:
+    """The budget an operation really gets: below the leg floor (or not a number) is raised
+    to it; beyond what the platform can wait for, it is the longest wait there is."""
+    if math.isnan(budget_seconds) or budget_seconds < MINIMUM_LEG_SECONDS:
         return float(MINIMUM_LEG_SECONDS)
-    return float(budget_seconds)
+    return float(min(budget_seconds, MAXIMUM_BUDGET_SECONDS))
 
 
 class OperationDeadline:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 
+MAX_RETRY_MS = 86_400_000  # a day: 8 digits
+
 
 @dataclass(frozen=True)
 class Event:
@@ -55,8 +57,10 @@ class EventStreamDecoder:
             self._event = value
         elif name == "id" and "\0" not in value:
             self._id = value
-        elif name == "retry" and value.isdigit():
-            self._retry = int(value)
+        elif name == "retry" and value.isascii() and value.isdigit():
+            # ASCII digits only (str.isdigit also takes "²"); a number past a day is a day,
+            # which no budget fits, without converting thousands of digits.
+            self._retry = MAX_RETRY_MS if len(value) > 8 else min(int(value), MAX_RETRY_MS)
         return None
 
     def _dispatch(self) -> Event | None:

@@ -33,7 +33,8 @@ def is_answer(message: object, request_id: int) -> bool:
 def decode(raw: str | bytes, server: str, what: str) -> Any:
     try:
         return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    # RecursionError: a few hundred KB of nested brackets, well under the size cap.
+    except (ValueError, RecursionError) as exc:
         raise McpTransportError(
             "malformed", server, f"MCP server {server!r} sent {what} that is not JSON."
         ) from exc

@@ -3,7 +3,8 @@
 
 Each leg asks the operation's deadline for a grant before anything is built, sends with
 ``timeout=(grant, grant)`` (never None or 0), streams the answer under a watchdog that
-ends the leg when the grant is spent, and stops reading at the size cap. A JSON body and
+ends the leg when the operation's budget is spent (the grant rounded up; the watchdog
+does not), and stops reading at the size cap. A JSON body and
 an event stream are read the same way: the first JSON-RPC response to our request id is
 the answer; server requests and notifications before it are skipped.
 """
@@ -35,9 +36,10 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 MAX_RESUMPTIONS = 3
 _CHUNK_BYTES = 64 * 1024
 # Header token characters (RFC 9110) for a credential's header name.
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-# A session id is visible ASCII (MCP transports, "Session Management").
-_SESSION_ID = re.compile(r"^[\x21-\x7e]{1,512}$")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# A session id is visible ASCII (MCP transports, "Session Management"); an event id we
+# send back as Last-Event-ID must be too, or http.client raises encoding it.
+_VISIBLE_ASCII = re.compile(r"[\x21-\x7e]{1,512}")
 
 SessionFactory = Callable[[], requests.Session]
 
@@ -67,7 +69,6 @@ class _EndedEarly(McpTransportError):
 
 @dataclass(frozen=True)
 class Reply:
-    status: int
     answer: dict[str, Any] | None
     session_id: str | None
     latency_ms: int
@@ -126,8 +127,8 @@ class Transport:
         """Resume a stream the server closed before our answer (GET with Last-Event-ID),
         after the server's retry interval, and only while that fits in the budget."""
         for _attempt in range(MAX_RESUMPTIONS):
-            if ended.last_event_id is None:
-                break  # the server offered no way back into the stream
+            if ended.last_event_id is None or not _VISIBLE_ASCII.fullmatch(ended.last_event_id):
+                break  # the server offered no way back into the stream that a header can carry
             wait = (ended.retry_ms or 0) / 1000
             if deadline.remaining_ns() - wait * 1e9 < MINIMUM_LEG_SECONDS * 1e9:
                 raise McpTransportError(
@@ -171,6 +172,9 @@ class Transport:
     ) -> Reply:
         # Deliberately outside the try below: a spent budget is not a failing server.
         grant = deadline.grant()
+        # The socket waits get whole seconds (never 0); the wall clock gets exactly what is
+        # left (at least the floor), so rounding up cannot carry the operation past its budget.
+        wall_seconds = deadline.remaining_ns() / 1e9
         headers = {"Accept": "application/json, text/event-stream", "Accept-Encoding": "identity"}
         if last_event_id is not None:
             headers["Accept"] = "text/event-stream"
@@ -187,7 +191,7 @@ class Transport:
         request_id = message.get("id") if message is not None and "id" in message else expect_id
         started = self._clock.monotonic_ns()
         with LegWatchdog(
-            grant, allow_private_networks=self._allow_private_networks, addresses=self._addresses
+            wall_seconds, allow_private_networks=self._allow_private_networks, addresses=self._addresses
         ) as watchdog:
             try:
                 response = self._session.request(
@@ -200,13 +204,13 @@ class Transport:
                     stream=True,
                 )
                 try:
-                    answer = self._answer(response, request_id, session_id, watchdog, grant)
+                    answer = self._answer(response, request_id, session_id, watchdog, wall_seconds)
                 finally:
                     response.close()
             except McpTransportError as exc:
                 if watchdog.fired:
                     # Whatever the cut-off answer looked like, the grant ran out first.
-                    raise self._timeout(grant) from exc
+                    raise self._timeout(wall_seconds) from exc
                 raise
             except RefusedPeer as exc:
                 raise McpTransportError(
@@ -221,14 +225,14 @@ class Transport:
                 http.client.HTTPException,
                 OSError,
             ) as exc:
-                raise self._failure(exc, watchdog.fired, grant) from exc
+                raise self._failure(exc, watchdog.fired, wall_seconds) from exc
         latency_ms = (self._clock.monotonic_ns() - started) // 1_000_000
         issued = response.headers.get("Mcp-Session-Id")
-        if issued is not None and not _SESSION_ID.match(issued):
+        if issued is not None and not _VISIBLE_ASCII.fullmatch(issued):
             raise McpTransportError(
                 "malformed", self.server, f"MCP server {self.server!r} issued an invalid session id."
             )
-        return Reply(status=response.status_code, answer=answer, session_id=issued, latency_ms=latency_ms)
+        return Reply(answer=answer, session_id=issued, latency_ms=latency_ms)
 
     def _answer(
         self,
@@ -236,7 +240,7 @@ class Transport:
         request_id: object,
         session_id: str | None,
         watchdog: LegWatchdog,
-        grant: int,
+        seconds: float,
     ) -> dict[str, Any] | None:
         status = response.status_code
         self._check_status(status, response, session_id, expects_body=request_id is not None)
@@ -247,7 +251,7 @@ class Transport:
             # connection made a local tool call 7x slower), and the next leg must not wait.
             return None
         media = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-        chunks = self._chunks(response, watchdog, grant)
+        chunks = self._chunks(response, watchdog, seconds)
         if media == "text/event-stream":
             decoder = EventStreamDecoder()
             for chunk in chunks:
@@ -307,13 +311,13 @@ class Transport:
                 "malformed", name, f"MCP server {name!r} answered a request with HTTP {status} and no body."
             )
 
-    def _chunks(self, response: requests.Response, watchdog: LegWatchdog, grant: int) -> Iterator[bytes]:
+    def _chunks(self, response: requests.Response, watchdog: LegWatchdog, seconds: float) -> Iterator[bytes]:
         total = 0
         while True:
             chunk = response.raw.read1(_CHUNK_BYTES, decode_content=True)
             if not chunk:
                 if watchdog.fired:
-                    raise self._timeout(grant)
+                    raise self._timeout(seconds)
                 return
             total += len(chunk)
             if total > MAX_BODY_BYTES:
@@ -325,19 +329,19 @@ class Transport:
                 )
             yield chunk
 
-    def _timeout(self, grant: int) -> McpTransportError:
+    def _timeout(self, seconds: float) -> McpTransportError:
         return McpTransportError(
             "timeout",
             self.server,
-            f"MCP server {self.server!r} did not answer within the {grant} s left of this "
+            f"MCP server {self.server!r} did not answer within the {seconds:.1f} s left of this "
             "operation's budget.",
         )
 
-    def _failure(self, exc: Exception, fired: bool, grant: int) -> McpTransportError:
+    def _failure(self, exc: Exception, fired: bool, seconds: float) -> McpTransportError:
         """Map an I/O failure, most specific first. The exception's own text is never used:
         it can carry the URL (and a secret in its query string)."""
         if fired or isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError):
-            return self._timeout(grant)
+            return self._timeout(seconds)
         if isinstance(
             exc,
             requests.exceptions.InvalidURL
@@ -377,7 +381,12 @@ def auth_headers(endpoint: Endpoint) -> dict[str, str]:
         )
     # requests would quote a bad value back in its exception text: refuse it here, unquoted.
     value = endpoint.credential
-    if not value or value != value.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+    # Latin-1 is all http.client can put in a header; beyond it, it would raise quoting the character.
+    if (
+        not value
+        or value != value.strip()
+        or any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or ord(c) > 0xFF for c in value)
+    ):
         raise McpTransportError(
             "missing_credential",
             name,
@@ -385,7 +394,7 @@ def auth_headers(endpoint: Endpoint) -> dict[str, str]:
         )
     if endpoint.auth_placement == "bearer":
         return {"Authorization": f"Bearer {value}"}
-    if not _TOKEN.match(endpoint.auth_header_name):
+    if not _TOKEN.fullmatch(endpoint.auth_header_name):
         raise McpTransportError(
             "missing_credential",
             name,

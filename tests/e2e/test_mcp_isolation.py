@@ -63,4 +63,9 @@ def test_two_servers_never_see_each_others_session_or_credential() -> None:
         sessions = {row["Mcp-Session-Id"] for row in seen if row["method"] != "POST initialize"}
         assert len(sessions) == 12 and all(str(session).startswith(f"{port}-") for session in sessions)
         assert all(row["Mcp-Session-Id"] is None for row in seen if row["method"] == "POST initialize")
+        # The revision the peer chose, on every request after initialize and never on it.
+        assert {row["MCP-Protocol-Version"] for row in seen if row["method"] != "POST initialize"} == {
+            "2025-06-18"
+        }
+        assert {row["MCP-Protocol-Version"] for row in seen if row["method"] == "POST initialize"} == {None}
     assert seen_a[0]["X-Api-Key"] is None and seen_b[0]["Authorization"] is None

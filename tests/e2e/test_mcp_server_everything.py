@@ -6,8 +6,10 @@ pins it to 127.0.0.1 on an OS-chosen port (it would otherwise listen on all inte
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -30,9 +32,28 @@ def endpoint() -> Iterator[Endpoint]:
         yield Endpoint(identifier="everything", url=f"http://127.0.0.1:{port}/mcp", budget_seconds=10)
 
 
+def _listening_addresses(port: int) -> set[str]:
+    """The local addresses of every listening TCP socket on ``port``, from the kernel's tables."""
+    found: set[str] = set()
+    for table in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")):
+        for row in table.read_text().splitlines()[1:]:
+            local, state = row.split()[1], row.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                raw = bytes.fromhex(address)
+                # The kernel prints each 32-bit word in host (little-endian) order.
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+                found.add(str(ipaddress.ip_address(words)))
+    return found
+
+
 def test_the_peer_listens_on_loopback_only(endpoint: Endpoint) -> None:
-    """The preload pinned the server to 127.0.0.1: the URL it announced is loopback and answers."""
-    assert endpoint.url.startswith("http://127.0.0.1:")
+    """The preload pinned the server to 127.0.0.1: the kernel lists its port as listening
+    on 127.0.0.1 and on no other address (0.0.0.0 or :: would mean every interface)."""
+    if not Path("/proc/net/tcp").exists():
+        pytest.skip("needs Linux's /proc/net/tcp to see listening sockets")
+    port = int(endpoint.url.rsplit(":", 1)[1].split("/", 1)[0])
+    assert _listening_addresses(port) == {"127.0.0.1"}
     assert CLIENT.ping(endpoint).reachable
 
 

@@ -66,8 +66,23 @@ def test_a_hostile_leg_is_cut_within_budget_plus_one_second(base_url: str, scena
     assert BUDGET - 0.1 <= elapsed < BUDGET + 1
 
 
+def test_rounding_a_grant_up_does_not_carry_the_operation_past_its_budget(base_url: str) -> None:
+    """A 0.9 s initialize in a 3 s budget leaves ~2.1 s, granted as 3 whole seconds to the
+    socket waits; the stuck work leg is still cut when the budget is spent (~3 s), not when
+    the rounded grant is (~3.9 s, a hair from budget + 1 s on a loaded machine)."""
+    elapsed, error = _timed(lambda: CLIENT.call_tool(_endpoint(base_url, "late-stuck/0.9", budget=3), "echo"))
+    assert error.kind == "timeout"
+    assert 3 - 0.1 <= elapsed < 3 + 0.5
+
+
+def test_an_astronomical_budget_is_waited_for_not_crashed_on(base_url: str) -> None:
+    """A budget of 1e20 s (no upper clamp is configured) still runs a call: the socket
+    timeouts and the watchdog get the longest wait the platform has, not an OverflowError."""
+    assert CLIENT.call_tool(_endpoint(base_url, "fine/0", budget=1e20), "echo").text == "done"
+
+
 def test_a_fifty_page_walk_with_slow_pages_shares_one_budget(base_url: str) -> None:
-    """50 pages of 0.4 s each (20 s in all) in a 3 s budget: refused within budget + 1 s, no partial list."""
+    """50 pages of 0.4 s each (20 s in all) in a 2 s budget: refused within budget + 1 s, no partial list."""
     elapsed, error = _timed(lambda: CLIENT.list_tools(_endpoint(base_url, "slow-pages/0.4")))
     assert error.kind in ("deadline_exhausted", "timeout")
     assert elapsed < BUDGET + 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -117,7 +118,10 @@ def test_a_forgotten_session_is_reopened_once_within_the_same_budget(mock, clock
     handshake = ["initialize", "notifications/initialized"]
     assert server.methods == [*handshake, "tools/call", *handshake, "tools/call", "DELETE"]
     assert server.grants == [20, 20, 20, 18, 18, 18, 16]
-    assert server.seen[3].headers.get("Mcp-Session-Id") is None  # the new initialize carries no stale id
+    # The new initialize is a fresh handshake: no stale session id, no revision not yet negotiated.
+    assert server.seen[3].headers.get("Mcp-Session-Id") is None
+    assert server.seen[3].headers.get("MCP-Protocol-Version") is None
+    assert server.seen[4].headers.get("MCP-Protocol-Version") == "2025-11-25"
 
 
 def test_a_session_forgotten_twice_is_session_expired(mock, clock) -> None:
@@ -137,6 +141,23 @@ def test_health_records_one_contact_with_the_latency_of_the_completing_leg(mock,
     server.install(mock)
     McpClient(allow_private_networks=True, clock=clock, health=health).call_tool(_endpoint(), "echo")
     assert health.contacts == [("demo", 2500)]
+
+
+def test_a_walk_and_a_ping_record_the_latency_of_their_last_leg(mock, clock) -> None:
+    """list_tools records the last page's latency (not the handshake's, not the sum); ping
+    records the confirmation's. One contact per operation."""
+    health = HealthLog()
+    pages: dict[str | None, dict[str, Any]] = {
+        None: {"tools": [{"name": "a"}], "nextCursor": "2"},
+        "2": {"tools": [{"name": "b"}]},
+    }
+    seconds = {"initialize": 1, "notifications/initialized": 0.25, "tools/list": 3}
+    server = ScriptedServer(clock, seconds=seconds, pages=pages)
+    server.install(mock)
+    client = McpClient(allow_private_networks=True, clock=clock, health=health)
+    client.list_tools(_endpoint())
+    client.ping(_endpoint())
+    assert health.contacts == [("demo", 3000), ("demo", 250)]
 
 
 def test_a_failed_operation_records_nothing(mock, clock) -> None:

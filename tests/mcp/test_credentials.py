@@ -58,11 +58,16 @@ def test_an_unresolvable_credential_fails_closed_before_anything_is_sent(mock, c
     assert McpClient(allow_private_networks=True, clock=clock).ping(endpoint).reachable is False
 
 
-@pytest.mark.parametrize("credential", [f"{SECRET}\r\nX-Evil: 1", f" {SECRET}", "", f"{SECRET}\x00"])
+@pytest.mark.parametrize(
+    "credential",
+    [f"{SECRET}\r\nX-Evil: 1", f" {SECRET}", "", f"{SECRET}\x00", f"{SECRET}\u4e16", f"{SECRET}\u20ac"],
+)
 def test_a_credential_that_is_no_valid_header_value_fails_closed_without_quoting_it(
     mock, clock, credential
 ) -> None:
-    """A credential with CR/LF, NUL, surrounding space or nothing at all is refused, unquoted."""
+    """A credential with CR/LF, NUL, surrounding space, nothing at all, or a character HTTP
+    cannot carry (beyond Latin-1: http.client would raise UnicodeEncodeError quoting that
+    character of the secret) is refused, unquoted, before anything is sent."""
     server = ScriptedServer(clock)
     server.install(mock)
     with pytest.raises(McpTransportError) as caught:
@@ -76,7 +81,7 @@ def test_a_credential_that_is_no_valid_header_value_fails_closed_without_quoting
 
 def test_a_header_placement_without_a_valid_header_name_fails_closed(mock, clock) -> None:
     """auth_placement header with an empty or invalid name is missing_credential, nothing sent."""
-    for name in ("", "Bad Header", "X:Y"):
+    for name in ("", "Bad Header", "X:Y", "X-Api-Key\n"):
         with pytest.raises(McpTransportError) as caught:
             McpClient(allow_private_networks=True, clock=clock).call_tool(
                 Endpoint(

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from nr_llm.mcp import McpTransportError
-from nr_llm.mcp.deadline import MINIMUM_LEG_SECONDS, MonotonicClock, OperationDeadline
+from nr_llm.mcp.deadline import (
+    MAXIMUM_BUDGET_SECONDS,
+    MINIMUM_LEG_SECONDS,
+    MonotonicClock,
+    OperationDeadline,
+)
 
 from .scripted import FakeClock
 
@@ -68,6 +73,17 @@ def test_a_budget_below_the_floor_is_raised_to_it() -> None:
         deadline = OperationDeadline(budget, FakeClock(), "demo")
         assert deadline.budget_seconds == 1
         assert deadline.grant() == 1
+
+
+def test_a_budget_beyond_what_the_platform_can_wait_is_the_longest_wait_there_is() -> None:
+    """1e10 s, 1e300 s or infinity (a socket or thread wait that long raises OverflowError)
+    becomes a billion seconds, granted whole to the first leg: no crash, and no policy
+    clamp anywhere near a budget an operator would mean."""
+    for budget in (1e10, 1e300, float("inf")):
+        deadline = OperationDeadline(budget, FakeClock(), "demo")
+        assert deadline.budget_seconds == MAXIMUM_BUDGET_SECONDS == 1_000_000_000
+        assert deadline.grant() == MAXIMUM_BUDGET_SECONDS
+    assert OperationDeadline(1e8, FakeClock(), "demo").grant() == 100_000_000
 
 
 def test_spent_budget_never_yields_zero_or_negative_grants() -> None:

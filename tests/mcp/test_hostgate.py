@@ -54,7 +54,15 @@ def test_public_addresses_pass(address: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["http://127.0.0.1/mcp", "http://[::1]:8080/mcp", "https://localhost/mcp", "http://10.0.0.8/"]
+    "url",
+    [
+        "http://127.0.0.1/mcp",
+        "http://[::1]:8080/mcp",
+        "https://localhost/mcp",
+        "http://10.0.0.8/",
+        "http://[::ffff:127.0.0.1]/mcp",
+        "http://[::ffff:a9fe:a9fe]/latest",
+    ],
 )
 def test_check_host_refuses_urls_that_resolve_inside(url: str) -> None:
     """A URL whose host resolves to any forbidden address is refused_host, naming the server."""
@@ -119,17 +127,23 @@ def test_allow_private_networks_skips_the_gate() -> None:
 
 def test_a_hanging_resolver_is_bounded_by_the_budget(monkeypatch) -> None:
     """A DNS lookup that never answers ends the operation with 'timeout' at the budget, nothing sent."""
+    import threading
     import time
 
+    released = threading.Event()
+
     def hang(*args, **kwargs):
-        time.sleep(5)
+        released.wait(30)  # released when the test ends: no lookup thread outlives it
         raise OSError("gave up")
 
     monkeypatch.setattr(socket, "getaddrinfo", hang)
     started = time.monotonic()
-    report = McpClient().ping(
-        Endpoint(identifier="slowdns", url="https://mcp.example.com/mcp", budget_seconds=1)
-    )
+    try:
+        report = McpClient().ping(
+            Endpoint(identifier="slowdns", url="https://mcp.example.com/mcp", budget_seconds=1)
+        )
+    finally:
+        released.set()
     assert report.reachable is False and "did not resolve within 1 s" in report.error
     assert time.monotonic() - started < 2
 
@@ -159,3 +173,28 @@ def test_a_host_name_is_resolved_once_and_its_vetted_address_is_dialled(monkeypa
         )
     assert outcome.text == "done"
     assert lookups == ["mcp.example.com"]
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [["93.184.216.34", "10.0.0.1"], ["10.0.0.1", "93.184.216.34"], ["2606:4700::1", "::ffff:127.0.0.1"]],
+    ids=["public-then-private", "private-then-public", "v6-public-then-mapped-loopback"],
+)
+def test_one_private_address_among_public_ones_refuses_the_host(monkeypatch, answers: list[str]) -> None:
+    """A name resolving to public and private addresses is refused: the connection could use any."""
+
+    def mixed(host, port, *args, **kwargs):
+        family = {4: socket.AF_INET, 6: socket.AF_INET6}
+        return [
+            (family[ipaddress.ip_address(a).version], socket.SOCK_STREAM, 6, "", (a, port)) for a in answers
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", mixed)
+    with responses.RequestsMock() as mock:  # anything sent would be recorded here, not leave the machine
+        report = McpClient().ping(
+            Endpoint(
+                identifier="mixed", url="https://mcp.example.com/mcp", credential="t", auth_placement="bearer"
+            )
+        )
+        assert len(mock.calls) == 0
+    assert report.reachable is False and "not contacted" in report.error and "'mixed'" in report.error

@@ -6,6 +6,7 @@
 
     slow-init/S       initialize answers after S seconds
     slow-work/S       tools/call answers after S seconds
+    late-stuck/S      initialize answers after S seconds, tools/call never (within a minute)
     slow-pages/S      tools/list: 50 pages, each after S seconds
     trickle/S         tools/call: headers, then one body byte every S seconds
     slow-headers/S    tools/call: the status line and headers one byte every S seconds
@@ -15,6 +16,10 @@
     drop/S            tools/call: an event stream that offers resumption (event id, retry
                       S seconds) and closes before the answer; ``GET`` with that
                       Last-Event-ID then streams the answer
+    slow-delete/S     well-behaved, with sessions, but DELETE answers after S seconds
+    drop-unicode/0    tools/call: like drop, but the event id is no ASCII (no header can carry it)
+    gzip-bomb/0       tools/call: Content-Encoding gzip (never asked for) inflating to 64 MiB
+    raw/NAME          tools/call: the raw bytes RAW[NAME] (a broken HTTP answer), then close
     record/0          well-behaved, with sessions; remembers each request's session id and
                       credential headers, served as JSON by ``GET /seen`` (not MCP)
     tattle/0          answers every request with a JSON-RPC error quoting the credential
@@ -31,6 +36,8 @@ client that left ends the handler, so nothing outlives the test that started it.
 from __future__ import annotations
 
 import contextlib
+import functools
+import gzip
 import itertools
 import json
 import socketserver
@@ -54,6 +61,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._remember("DELETE")
+        if self.path.startswith("/slow-delete/"):
+            time.sleep(min(float(self.path.split("/")[2]), LIMIT_SECONDS))
+            self._send(200, b"", "text/plain")
+            return
         self._send(200 if self.path.startswith("/record/") else 405, b"", "text/plain")
 
     def do_GET(self) -> None:
@@ -94,9 +105,9 @@ class Handler(BaseHTTPRequestHandler):
             )
             return
         if method == "initialize":
-            if scenario == "slow-init":
+            if scenario in ("slow-init", "late-stuck"):
                 time.sleep(min(seconds, LIMIT_SECONDS))
-            if scenario == "record":
+            if scenario in ("record", "slow-delete"):
                 self.session_header = f"{self.server.server_address[1]}-{next(SESSIONS)}"  # type: ignore[index]
             self._result(
                 body,
@@ -127,6 +138,8 @@ class Handler(BaseHTTPRequestHandler):
         answer = _encode(body, {"content": [{"type": "text", "text": "done"}]})
         if scenario == "slow-work":
             time.sleep(min(seconds, LIMIT_SECONDS))
+        elif scenario == "late-stuck":
+            time.sleep(LIMIT_SECONDS)
         elif scenario == "trickle":
             self._head(200, "application/json", len(answer) + 10_000)
             self._drip(b" " * 10_000 + answer, seconds)
@@ -147,6 +160,23 @@ class Handler(BaseHTTPRequestHandler):
         elif scenario == "drop":
             self._head(200, "text/event-stream", None)
             self._write(f"id: call-{body['id']}\nretry: {int(seconds * 1000)}\ndata:\n\n".encode())
+            return
+        elif scenario == "drop-unicode":
+            self._head(200, "text/event-stream", None)
+            self._write("id: \u4e16-call\nretry: 0\ndata:\n\n".encode())
+            return
+        elif scenario == "gzip-bomb":
+            bomb = _gzip_bomb()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(bomb)))
+            self.end_headers()
+            self._write(bomb)
+            return
+        elif scenario == "raw":
+            self.close_connection = True
+            self._write(RAW[self.path.strip("/").split("/")[1]])
             return
         elif scenario == "endless":
             self._head(200, "application/json", None)
@@ -195,6 +225,30 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
 
+RAW = {
+    "huge-header": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Big: "
+    + b"x" * 100_000
+    + b"\r\n\r\n",
+    "many-headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: y\r\n" % n for n in range(150)) + b"\r\n",
+    "bad-chunked": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+    "short-body": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+    "garbage-status": b"HTTP/1.1 abc\r\n\r\n",
+    "not-http": b"\x00\xff\xfe binary noise\r\n\r\n",
+    "bad-gzip": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+    b"Content-Length: 9\r\n\r\nnot gzip!",
+    "nul-header": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\x00\r\nContent-Length: 2\r\n\r\n{}",
+}
+
+
+@functools.cache
+def _gzip_bomb() -> bytes:
+    # 64 gzip members of 1 MiB each (a valid gzip stream): cheap to build, 64 MiB inflated.
+    prefix = b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"'
+    mebibyte = gzip.compress(b"x" * (1 << 20), compresslevel=9)
+    return gzip.compress(prefix, compresslevel=9) + mebibyte * 64
+
+
 def _encode(body: dict[str, Any], result: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": result}).encode()
 
@@ -211,6 +265,15 @@ class TlsTrickle(socketserver.BaseRequestHandler):
                 time.sleep(0.2)
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that cut the connection (the point of most scenarios) is not a failure.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 def main() -> None:
     if "--tls-trickle" in sys.argv:
         tls = socketserver.ThreadingTCPServer(("127.0.0.1", 0), TlsTrickle)
@@ -218,8 +281,7 @@ def main() -> None:
         print(f"PORT {tls.server_address[1]}", flush=True)
         tls.serve_forever(poll_interval=0.2)
         return
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", 0), Handler)
     print(f"PORT {server.server_address[1]}", flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
