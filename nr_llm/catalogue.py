@@ -8,6 +8,7 @@ import status and reason.
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,13 +22,16 @@ from . import tools
 from .endpoints import endpoint_for, mcp_client
 from .mcp import Endpoint, McpTransportError
 from .mcp.names import InvalidToolName, checked_local_name
-from .mcp.schema import SchemaRefused, normalise_schema
+from .mcp.schema import SchemaRefused, contains_nul, normalise_schema
 from .mcp.text import clean
 from .models import ImportStatus, McpServer, McpTool
+from .redaction import redact
 
 MAX_TOOLS = 500
 #: A remote description is text a model reads on every request; more than this is not a description.
 MAX_DESCRIPTION = 4000
+#: Unicode categories removed from a description: controls, format (bidi) and surrogates.
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs"})
 
 _SYNCED_FIELDS = (
     "remote_name",
@@ -106,12 +110,13 @@ def import_catalogue(
         def on_page(pages: int, count: int) -> None:
             progress(ImportProgress(server.identifier, "page", count, pages))
 
+    endpoint = endpoint_for(server)
     try:
-        advertised = (client or mcp_client()).list_tools(endpoint_for(server), on_page=on_page)
+        advertised = (client or mcp_client()).list_tools(endpoint, on_page=on_page)
     except McpTransportError as exc:
         # The client's message already tells a spent budget apart from a server that
         # failed; say where this installation sets the number, since only it can raise it.
-        reason = str(exc)
+        reason = redact(str(exc), endpoint.credential)
         if exc.kind in ("deadline_exhausted", "timeout"):
             where = (
                 "this server's operation budget"
@@ -169,21 +174,27 @@ def _validate(identifier: str, advertised: Sequence[dict[str, Any]]) -> tuple[li
             reasons.append(f"{shown}: description is not a string")
             continue
         annotations = tool.get("annotations")
-        candidates.append(
-            _Accepted(
-                name,
-                remote,
-                description[:MAX_DESCRIPTION],
-                schema,
-                annotations if isinstance(annotations, dict) else {},
-            )
-        )
+        if not isinstance(annotations, dict):
+            annotations = {}
+        if contains_nul(annotations):
+            reasons.append(f"{shown}: annotations contain a NUL character, which cannot be stored")
+            continue
+        candidates.append(_Accepted(name, remote, _prose(description[:MAX_DESCRIPTION]), schema, annotations))
     counts = Counter(candidate.tool_name for candidate in candidates)
     for name, count in sorted(counts.items()):
         if count > 1:
             # Keeping either would let a call reach a tool the operator did not pick.
             reasons.append(f"{count} remote tools map to the local name {name}; none of them is imported")
     return [c for c in candidates if counts[c.tool_name] == 1], reasons
+
+
+def _prose(text: str) -> str:
+    """``text`` without control or format characters, line breaks and tabs kept.
+
+    Descriptions are prose a model and an operator read: an escape sequence or a bidi
+    override only disguises it, and a NUL cannot be stored by PostgreSQL at all.
+    """
+    return "".join(char for char in text if char in "\n\t" or unicodedata.category(char) not in _INVISIBLE)
 
 
 def _reconcile(
@@ -197,6 +208,15 @@ def _reconcile(
         if locked is None:
             return ImportReport(
                 server.identifier, 0, 0, 0, (), refused="the server was deleted during the import"
+            )
+        if _catalogue_settings(locked) != _catalogue_settings(server):
+            # The walk fetched what the row described when it started: tool names carry the
+            # old identifier, the tools came from the old URL, or the data class that allowed
+            # the import is gone. Writing them would attribute them to a server they are not from.
+            return _refuse(
+                server,
+                "the server's identifier, URL or data class changed while its catalogue was "
+                "fetched; nothing was changed — run the import again",
             )
         taken = dict(
             McpTool.objects.filter(tool_name__in=[a.tool_name for a in accepted])
@@ -250,6 +270,11 @@ def _reconcile(
         McpServer.objects.filter(pk=locked.pk).update(**fields)
     _copy(server, fields)
     return report
+
+
+def _catalogue_settings(server: McpServer) -> tuple[str, str, bool]:
+    """What decides which tools an import fetches and what they are called."""
+    return server.identifier, server.url, bool(server.data_class)
 
 
 def _apply(row: McpTool, values: dict[str, Any], now: datetime) -> bool:

@@ -19,6 +19,7 @@ from .mcp.names import LOCAL_NAME_RE
 from .mcp.schema import SchemaRefused, normalise_schema
 from .mcp.text import clean
 from .models import McpTool
+from .redaction import redact
 
 logger = logging.getLogger("nr_llm.tools")
 
@@ -129,6 +130,8 @@ def available() -> list[ToolSpec]:
 
 def spec(name: str) -> ToolSpec | None:
     """The offered tool called ``name``, for a caller gating on its policy before ``execute``."""
+    if not isinstance(name, str):
+        return None
     local = _registry.get(name)
     if local is not None:
         return ToolSpec(local.name, local.description, local.input_schema)
@@ -162,6 +165,9 @@ def execute(
     name: str, arguments: dict[str, Any] | None = None, *, client: ToolCaller | None = None
 ) -> ToolResult:
     """Run a tool and return its result; a failure is an ``is_error`` result, never an exception."""
+    if not isinstance(name, str):
+        # A model's malformed call (a list or object as the name) is not a lookup key.
+        return ToolResult(f"unknown tool {clean(name)!r}", True)
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
@@ -215,10 +221,14 @@ def _run_local(tool: LocalTool, arguments: dict[str, Any]) -> ToolResult:
 def _run_remote(row: McpTool, arguments: dict[str, Any], client: ToolCaller | None) -> ToolResult:
     server = row.server
     origin = f'MCP server "{server.name}" ({server.identifier})'
+    endpoint = endpoint_for(server)
     try:
-        outcome = (client or mcp_client()).call_tool(endpoint_for(server), row.remote_name, arguments)
+        outcome = (client or mcp_client()).call_tool(endpoint, row.remote_name, arguments)
     except McpTransportError as exc:
-        return ToolResult(f"{origin} could not run {row.remote_name!r}: {exc}", True, server.identifier)
+        text = f"{origin} could not run {row.remote_name!r}: {exc}"
+        return ToolResult(redact(text, endpoint.credential), True, server.identifier)
     if outcome.is_error:
-        return ToolResult(f"{origin} reported an error: {outcome.text}", True, server.identifier)
-    return ToolResult(outcome.text, False, server.identifier)
+        text = f"{origin} reported an error: {outcome.text}"
+        return ToolResult(redact(text, endpoint.credential), True, server.identifier)
+    # A model must not read this installation's secret, even when a tool echoes it.
+    return ToolResult(redact(outcome.text, endpoint.credential), False, server.identifier)

@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from nr_llm.catalogue import import_catalogue
+from nr_llm.catalogue import _SYNCED_FIELDS, import_catalogue
 from nr_llm.models import McpTool
 
 from .factories import McpServerFactory
@@ -13,6 +13,12 @@ from .fakes import FakeClient, tool
 pytestmark = pytest.mark.django_db
 
 TOOL_TABLE = McpTool._meta.db_table
+#: Every reconcile: savepoint, lock the server row, read names held by other servers, read
+#: this server's rows, update the server's import fields, release. Writes to tools come on top.
+FIXED = 6
+INSERT_FIELDS = [f for f in McpTool._meta.concrete_fields if not f.primary_key]
+# bulk_update's own batch arithmetic: each row costs the pk twice plus the updated fields.
+UPDATE_FIELDS = ["pk", "pk", *_SYNCED_FIELDS, "updated"]
 
 
 def _catalogue(count, description="d"):
@@ -40,12 +46,11 @@ def _batches(rows, fields):
 
 
 def test_a_first_import_of_500_tools_writes_them_in_bulk():
-    """500 new tools: bulk INSERTs (one per backend batch), no query per tool."""
+    """500 new tools: the fixed queries plus bulk INSERTs (one per backend batch), no more."""
     sql = _import(McpServerFactory.create(identifier="demo"), _catalogue(500))
     inserts = [s for s in _writes_to_tools(sql) if s.lstrip().upper().startswith("INSERT")]
-    fields = [f for f in McpTool._meta.concrete_fields if not f.primary_key]
-    assert len(inserts) == _batches(500, fields)
-    assert len(sql) <= 8 + len(inserts)
+    assert len(inserts) == _batches(500, INSERT_FIELDS)
+    assert len(sql) == FIXED + len(inserts)
     assert McpTool.objects.count() == 500
 
 
@@ -55,6 +60,7 @@ def test_an_unchanged_second_import_writes_no_tool_rows():
     _import(server, _catalogue(500))
     sql = _import(server, _catalogue(500))
     assert _writes_to_tools(sql) == []
+    assert len(sql) == FIXED
 
 
 def test_an_unchanged_import_costs_the_same_queries_for_50_and_500_tools():
@@ -66,19 +72,23 @@ def test_an_unchanged_import_costs_the_same_queries_for_50_and_500_tools():
 
 
 def test_changing_every_tool_is_one_bulk_update_not_one_per_tool():
-    """500 changed descriptions: UPDATE statements bounded by batches, not by tools."""
+    """500 changed descriptions: the fixed queries plus one UPDATE per backend batch."""
     server = McpServerFactory.create(identifier="demo")
     _import(server, _catalogue(500))
     sql = _import(server, _catalogue(500, description="changed"))
     updates = _writes_to_tools(sql)
-    assert 1 <= len(updates) <= 10
+    assert len(updates) == _batches(500, UPDATE_FIELDS)
+    assert len(sql) == FIXED + len(updates)
     assert set(McpTool.objects.values_list("description", flat=True)) == {"changed"}
 
 
 def test_orphaning_the_whole_catalogue_is_bounded_too():
-    """500 tools vanishing: bulk updates, not 500 statements."""
+    """500 tools vanishing: one UPDATE per backend batch, not 500 statements."""
     server = McpServerFactory.create(identifier="demo")
     _import(server, _catalogue(500))
     sql = _import(server, [])
-    assert 1 <= len(_writes_to_tools(sql)) <= 10
+    updates = _writes_to_tools(sql)
+    assert len(updates) == _batches(500, UPDATE_FIELDS)
+    # No advertised names, so no read of names held by other servers.
+    assert len(sql) == FIXED - 1 + len(updates)
     assert McpTool.objects.filter(orphaned=True).count() == 500

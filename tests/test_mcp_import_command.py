@@ -114,7 +114,7 @@ def test_an_unexpected_failure_of_one_server_does_not_stop_all(monkeypatch, capl
     McpServerFactory.create(identifier="b_nourl", url="")
     out, _, error = run("--all")
     assert out.splitlines() == [
-        "a_boom: refused — unexpected RuntimeError",
+        "a_boom: refused — failed unexpectedly (RuntimeError); the traceback is in the log",
         "b_nourl: refused — no URL is configured",
     ]
     assert str(error) == "2 of 2 import(s) refused: a_boom, b_nourl"

@@ -261,3 +261,13 @@ def test_a_remote_call_goes_under_its_servers_budget_with_the_remote_name():
     result = tools.execute("mcp_demo_echo", {"text": "x"}, client=client)
     assert result == tools.ToolResult("echo ran", False, "demo")
     assert client.endpoints[0].budget_seconds == 9.0
+
+
+@pytest.mark.parametrize("name", [None, 7, ["mcp_demo_echo"], {"name": "mcp_demo_echo"}])
+def test_a_name_that_is_not_text_is_an_error_result_and_has_no_spec(name):
+    """A model sending a non-string tool name gets an unknown-tool result, never an exception;
+    a caller gating on spec() first gets None."""
+    _remote()
+    result = tools.execute(name, {})
+    assert result.is_error and result.text.startswith("unknown tool ")
+    assert tools.spec(name) is None

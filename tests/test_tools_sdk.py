@@ -89,3 +89,39 @@ def test_a_spec_carries_the_servers_declared_policy(server):
     spec = tools.spec("mcp_demo_echo")
     assert spec is not None
     assert (spec.data_class, spec.requires_approval) == ("secretAdjacent", True)
+
+
+@pytest.mark.parametrize(
+    "credential",
+    [{"credential_env": "NR_LLM_TEST_UNSET_TOKEN"}, {"credential_ciphertext": "gAAAAAnot-a-token"}],
+    ids=["unset-environment-variable", "undecryptable-token"],
+)
+def test_a_credential_that_cannot_be_resolved_is_an_error_result_and_nothing_is_sent(
+    server, credential, monkeypatch
+):
+    """Fail closed: the call is never made unauthenticated, the caller gets an error result."""
+    monkeypatch.delenv("NR_LLM_TEST_UNSET_TOKEN", raising=False)
+    McpServer.objects.filter(pk=server.pk).update(auth_placement="bearer", last_contact=None, **credential)
+    result = tools.execute("mcp_demo_echo", {"text": "hi"})
+    assert result.is_error and result.server == "demo"
+    assert result.text.startswith("MCP server \"Demo\" (demo) could not run 'echo':")
+    assert "credential" in result.text
+    server.refresh_from_db()
+    assert server.last_contact is None
+
+
+class DeletingCaller:
+    """The real client, but the server row is deleted after the tool was looked up."""
+
+    def call_tool(self, endpoint, name, arguments=None):
+        McpServer.objects.filter(identifier=endpoint.identifier).delete()
+        from nr_llm.endpoints import mcp_client
+
+        return mcp_client().call_tool(endpoint, name, arguments)
+
+
+def test_a_server_deleted_during_the_call_still_returns_the_answer(server):
+    """The answer is returned; stamping contact on a row that is gone is not an error."""
+    result = tools.execute("mcp_demo_echo", {"text": "still here"}, client=DeletingCaller())
+    assert result == tools.ToolResult("still here", False, "demo")
+    assert not McpServer.objects.filter(pk=server.pk).exists()

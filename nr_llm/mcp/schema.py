@@ -60,12 +60,25 @@ def normalise_schema(schema: object) -> dict[str, Any]:
         raise SchemaRefused('input schema\'s top-level "type" must be "object"')
     _scan(schema, "", 1)
     normalised = _normalise(schema, "")
+    if contains_nul(normalised):
+        raise SchemaRefused("input schema contains a NUL character, which cannot be stored")
     encoded = len(json.dumps(normalised, ensure_ascii=False, separators=(",", ":")).encode())
     if encoded > MAX_ENCODED_BYTES:
         raise SchemaRefused(
             f"input schema is {encoded} bytes encoded; at most {MAX_ENCODED_BYTES} (16 KiB) are accepted"
         )
     return normalised
+
+
+def contains_nul(value: object) -> bool:
+    """Whether a NUL is in any string of a JSON value, key or value: PostgreSQL stores none."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(key) or contains_nul(child) for key, child in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(child) for child in value)
+    return False
 
 
 def _scan(node: dict[str, Any], path: str, depth: int) -> None:

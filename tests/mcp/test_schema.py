@@ -168,3 +168,22 @@ def test_a_reason_shows_remote_property_names_without_control_characters():
     reason = _refusal(_obj(properties={"a\nb": {"$ref": "#"}}))
     assert "\n" not in reason
     assert "/properties/a b" in reason
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        _obj(properties={"a\x00": {"type": "string"}}),
+        _obj(description="x\x00y"),
+        _obj(properties={"a": {"type": "string", "description": "\x00"}}),
+    ],
+    ids=["property-name", "description", "nested-description"],
+)
+def test_a_nul_character_in_a_kept_string_is_refused(schema):
+    """PostgreSQL stores no NUL in JSON text: refused with the reason, never stripped."""
+    assert _refusal(schema) == "input schema contains a NUL character, which cannot be stored"
+
+
+def test_a_nul_in_a_dropped_keyword_does_not_refuse():
+    """Only what is kept is stored: a NUL in a dropped "title" is dropped with it."""
+    assert normalise_schema(_obj(title="x\x00")) == _obj()

@@ -22,6 +22,8 @@
     raw/NAME          tools/call: the raw bytes RAW[NAME] (a broken HTTP answer), then close
     record/0          well-behaved, with sessions; remembers each request's session id and
                       credential headers, served as JSON by ``GET /seen`` (not MCP)
+    tattle/0          answers every request with a JSON-RPC error quoting the credential
+                      it was sent, as a careless server's "invalid token ..." does
 
 ``python -m tests.peers.adversarial --tls-trickle`` is no HTTP server at all: it answers
 a TLS ClientHello with the header of a 16 KiB handshake record and then one byte of it
@@ -92,6 +94,15 @@ class Handler(BaseHTTPRequestHandler):
         self._remember(f"POST {method}")
         if "id" not in body:
             self._send(202, b"", "text/plain")
+            return
+        if scenario == "tattle":
+            sent = self.headers.get("Authorization") or self.headers.get("X-Api-Key") or ""
+            error = {"code": -32001, "message": f"invalid credential {sent}"}
+            self._send(
+                200,
+                json.dumps({"jsonrpc": "2.0", "id": body["id"], "error": error}).encode(),
+                "application/json",
+            )
             return
         if method == "initialize":
             if scenario in ("slow-init", "late-stuck"):

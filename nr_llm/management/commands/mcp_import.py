@@ -67,7 +67,14 @@ class Command(BaseCommand):
             # A reporting boundary: one server's unexpected failure must not stop --all
             # from importing the others. The traceback goes to the log.
             logger.exception("importing MCP server %s failed", server.identifier)
-            return ImportReport(server.identifier, 0, 0, 0, (), refused=f"unexpected {type(exc).__name__}")
+            return ImportReport(
+                server.identifier,
+                0,
+                0,
+                0,
+                (),
+                refused=f"failed unexpectedly ({type(exc).__name__}); the traceback is in the log",
+            )
         finally:
             if progress:
                 self.stderr.write("\r\033[K", ending="")

@@ -1,0 +1,26 @@
+"""Take a server's credential back out of text the server wrote.
+
+A careless server answers "invalid token <what you sent>"; that text becomes an import
+error on the admin page, an admin message or a tool result a model reads. The credential
+is this installation's secret, so it is cut out wherever remote text crosses into ours.
+"""
+
+from __future__ import annotations
+
+MASK = "[credential]"
+#: A clipped message (text.clean adds "…") may end in the start of the secret; a prefix
+#: shorter than this says too little to be worth masking and would hide innocent text.
+MIN_PREFIX = 4
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret``, and a clipped start of it, masked."""
+    if not secret:
+        return text
+    text = text.replace(secret, MASK)
+    if text.endswith("…"):
+        body = text[:-1]
+        for length in range(min(len(secret) - 1, len(body)), MIN_PREFIX - 1, -1):
+            if body.endswith(secret[:length]):
+                return body[:-length] + MASK + "…"
+    return text
