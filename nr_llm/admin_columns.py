@@ -98,6 +98,8 @@ def import_message(start: ImportStart) -> tuple[str, int]:
         return f"{who} refused: {report.refused}", messages.ERROR
     counts = f"{report.imported} imported, {report.skipped} skipped, {report.orphaned} orphaned"
     text = f"{who} ran: {counts}."
+    if report.imported:
+        text += " New tools start disabled: enable them one by one under MCP tools."
     if report.skip_reasons:
         shown = "; ".join(report.skip_reasons[:3])
         more = f" (and {len(report.skip_reasons) - 3} more)" if len(report.skip_reasons) > 3 else ""

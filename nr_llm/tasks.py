@@ -8,6 +8,7 @@ the request path without any change here. The caller learns which happened.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -15,6 +16,8 @@ import django
 
 from .catalogue import ImportReport, import_catalogue
 from .models import McpServer
+
+logger = logging.getLogger("nr_llm.tasks")
 
 if django.VERSION >= (6, 0):
     from django.tasks import TaskResultStatus, task
@@ -25,7 +28,14 @@ else:  # Django 5.2: the backport the framework was upstreamed from.
 @task()
 def import_server_catalogue(server_pk: int) -> dict[str, Any]:
     """Import one server's catalogue; the report travels back as JSON (a task result must)."""
-    return dataclasses.asdict(import_catalogue(McpServer.objects.get(pk=server_pk)))
+    server = McpServer.objects.filter(pk=server_pk).first()
+    if server is None:
+        # Deleted while the task waited in a queue: a refusal to report, not a crash.
+        gone = ImportReport(
+            f"#{server_pk}", 0, 0, 0, (), refused="the server was deleted before its import ran"
+        )
+        return dataclasses.asdict(gone)
+    return dataclasses.asdict(import_catalogue(server))
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,14 @@ class ImportStart:
 
 def start_import(server: McpServer) -> ImportStart:
     """Enqueue the import of ``server``'s catalogue on the default task backend."""
-    result = import_server_catalogue.enqueue(server.pk)
+    try:
+        result = import_server_catalogue.enqueue(server.pk)
+    except Exception as exc:
+        # A reporting boundary: a misconfigured or unreachable task backend is the
+        # operator's to fix, and must reach them as a message, not as a 500 page.
+        logger.exception("could not enqueue the catalogue import of MCP server %s", server.identifier)
+        failure = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        return ImportStart(server.identifier, "", "failed", failure=failure)
     if result.status == TaskResultStatus.SUCCESSFUL:
         value = result.return_value
         report = ImportReport(**{**value, "skip_reasons": tuple(value["skip_reasons"])})

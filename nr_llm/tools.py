@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from django.db.models import QuerySet
+
 from .endpoints import endpoint_for, mcp_client
 from .mcp import CallOutcome, Endpoint, McpTransportError
 from .mcp.names import LOCAL_NAME_RE
@@ -108,14 +110,20 @@ def local_tool_names() -> frozenset[str]:
     return frozenset(_registry)
 
 
+def _offered() -> QuerySet[McpTool]:
+    # A server whose data class was withdrawn is treated as undeclared: a caller gates on
+    # data_class, and an empty one would let its tools through every gate unjudged.
+    return (
+        McpTool.objects.filter(enabled=True, orphaned=False, server__enabled=True)
+        .exclude(server__data_class="")
+        .select_related("server")
+    )
+
+
 def available() -> list[ToolSpec]:
     """Every tool a model may be offered: the local tools, then the remote ones by name."""
     specs = [ToolSpec(tool.name, tool.description, tool.input_schema) for tool in _registry.values()]
-    rows = (
-        McpTool.objects.filter(enabled=True, orphaned=False, server__enabled=True)
-        .select_related("server")
-        .order_by("tool_name")
-    )
+    rows = _offered().order_by("tool_name")
     for row in rows:
         if row.tool_name in _registry:
             # Registered after the import checked for collisions: the site's own tool wins,
@@ -135,11 +143,7 @@ def spec(name: str) -> ToolSpec | None:
     local = _registry.get(name)
     if local is not None:
         return ToolSpec(local.name, local.description, local.input_schema)
-    row = (
-        McpTool.objects.filter(tool_name=name, enabled=True, orphaned=False, server__enabled=True)
-        .select_related("server")
-        .first()
-    )
+    row = _offered().filter(tool_name=name).first()
     return None if row is None else _remote_spec(row)
 
 
@@ -182,6 +186,13 @@ def execute(
     if not (row.enabled and server.enabled) or row.orphaned:
         why = "no longer offered by its server" if row.orphaned else "disabled"
         return ToolResult(f'tool {name!r} of MCP server "{server.name}" is {why}', True, server.identifier)
+    if not server.data_class:
+        return ToolResult(
+            f'MCP server "{server.name}" has no declared data class; its tools are not offered until '
+            "an operator declares what data it may see",
+            True,
+            server.identifier,
+        )
     return _run_remote(row, arguments, client)
 
 

@@ -30,7 +30,13 @@ def test_immediate_backend_runs_the_import_and_shows_the_counts(admin_client, sm
     """By default the import runs in the request: the message has the counts, tools start disabled."""
     server = McpServerFactory.create(identifier="peer", url=small_catalogue_url)
     response = _import(admin_client, server)
-    assert messages_of(response) == [("success", "Import of peer ran: 10 imported, 0 skipped, 0 orphaned.")]
+    assert messages_of(response) == [
+        (
+            "success",
+            "Import of peer ran: 10 imported, 0 skipped, 0 orphaned. "
+            "New tools start disabled: enable them one by one under MCP tools.",
+        )
+    ]
     assert McpTool.objects.filter(server=server).count() == 10
     assert not McpTool.objects.filter(enabled=True).exists()
     server.refresh_from_db()
@@ -71,6 +77,7 @@ def test_skipped_tools_are_a_warning_with_their_reasons(admin_client, small_cata
     assert level == "warning"
     assert text == (
         "Import of peer ran: 9 imported, 1 skipped, 0 orphaned. "
+        "New tools start disabled: enable them one by one under MCP tools. "
         "Skipped: 'echo': local name mcp_peer_echo is taken by a locally registered tool."
     )
 
@@ -113,3 +120,29 @@ def test_view_only_operator_is_not_offered_the_import(small_catalogue_url):
     assert "import_catalogue_action" not in client.get(CHANGELIST).content.decode()
     _import(client, server)
     assert not McpTool.objects.exists()
+
+
+def test_a_task_backend_that_cannot_enqueue_is_a_message_not_a_500(admin_client, settings, caplog):
+    """A misconfigured task backend fails the enqueue; the operator gets an error message naming
+    the failure, the page renders, and nothing is imported."""
+    settings.TASKS = {"default": {"BACKEND": f"{TASKS_PACKAGE}.backends.database.NoSuchBackend"}}
+    server = McpServerFactory.create(identifier="peer")
+    response = _import(admin_client, server)
+    assert response.status_code == 200
+    [(level, text)] = messages_of(response)
+    assert level == "error"
+    assert text.startswith("Import of peer failed in the task (")
+    assert "could not enqueue the catalogue import of MCP server peer" in caplog.text
+    assert not McpTool.objects.exists()
+
+
+def test_a_queued_import_of_a_deleted_server_is_a_refusal_not_a_crash():
+    """A server deleted while its import waited in a queue yields a refusal report."""
+    from nr_llm.tasks import import_server_catalogue
+
+    server = McpServerFactory.create(identifier="peer")
+    pk = server.pk
+    server.delete()
+    report = import_server_catalogue.call(pk)
+    assert report["refused"] == "the server was deleted before its import ran"
+    assert not McpServer.objects.filter(pk=pk).exists()

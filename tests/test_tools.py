@@ -271,3 +271,17 @@ def test_a_name_that_is_not_text_is_an_error_result_and_has_no_spec(name):
     result = tools.execute(name, {})
     assert result.is_error and result.text.startswith("unknown tool ")
     assert tools.spec(name) is None
+
+
+def test_a_server_without_a_declared_data_class_offers_no_tools():
+    """Withdrawing a server's data class withdraws its tools: not listed, not specced, not run."""
+    server = McpServerFactory.create(identifier="vague", data_class="")
+    McpToolFactory.create(server=server, remote_name="echo", enabled=True)
+    client = FakeClient()
+    assert "mcp_vague_echo" not in [d["function"]["name"] for d in tools.definitions()]
+    assert tools.spec("mcp_vague_echo") is None
+    result = tools.execute("mcp_vague_echo", {}, client=client)
+    assert result.is_error
+    assert result.server == "vague"
+    assert "no declared data class" in result.text
+    assert client.endpoints == []
