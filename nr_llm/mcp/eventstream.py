@@ -23,7 +23,9 @@ class Event:
 class EventStreamDecoder:
     def __init__(self) -> None:
         self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pending = ""
+        # The unterminated tail, kept as fragments: a long line trickling in as tiny
+        # chunks is appended, not re-copied and re-scanned on every chunk (quadratic).
+        self._pending: list[str] = []
         self._data: list[str] = []
         self._event = ""
         self._id: str | None = None
@@ -32,7 +34,14 @@ class EventStreamDecoder:
         self.retry_ms: int | None = None
 
     def feed(self, chunk: bytes) -> list[Event]:
-        text = self._pending + self._text.decode(chunk)
+        decoded = self._text.decode(chunk)
+        pending = self._pending
+        # No line can end in this chunk (no terminator, and no CR waiting for its LF).
+        if "\n" not in decoded and "\r" not in decoded and not (pending and pending[-1].endswith("\r")):
+            if decoded:
+                pending.append(decoded)
+            return []
+        text = "".join(pending) + decoded
         events: list[Event] = []
         start = 0
         while (cut := _line_end(text, start)) is not None:
@@ -41,7 +50,8 @@ class EventStreamDecoder:
             if event is not None:
                 events.append(event)
             start = after
-        self._pending = text[start:]
+        rest = text[start:]
+        self._pending = [rest] if rest else []
         return events
 
     def _line(self, line: str) -> Event | None:

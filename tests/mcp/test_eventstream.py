@@ -36,3 +36,22 @@ def test_utf8_split_across_chunks_is_decoded() -> None:
 def test_an_unfinished_event_is_not_dispatched() -> None:
     """Data without the closing blank line is held back (the stream ended early)."""
     assert EventStreamDecoder().feed(b"data: half\n") == []
+
+
+def test_a_line_ended_by_a_lone_cr_dispatches_when_the_next_chunk_has_no_line_end() -> None:
+    """A CR held back (it might start a CRLF) ends its line as soon as a chunk shows it did not."""
+    decoder = EventStreamDecoder()
+    assert decoder.feed(b"data: one\r\r") == []  # the blank line's CR may still be half a CRLF
+    assert decoder.feed(b"x") == [Event(data="one")]
+
+
+def test_any_chunking_of_a_long_line_gives_the_same_events() -> None:
+    """Chunks of every size from 1 to 13 bytes over a 5,000-byte data line give exactly the events
+    of feeding it whole (the fragment buffer loses and reorders nothing)."""
+    raw = b"id: 1\ndata: " + b"ab\xc3\xa9" * 1250 + b"\r\n\r\ndata: tail\r\r\n"
+    whole = EventStreamDecoder().feed(raw)
+    assert [event.data[:4] for event in whole] == ["ab\u00e9a", "tail"]
+    for size in range(1, 14):
+        decoder = EventStreamDecoder()
+        chunked = [event for at in range(0, len(raw), size) for event in decoder.feed(raw[at : at + size])]
+        assert chunked == whole, size
