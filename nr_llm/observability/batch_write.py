@@ -48,6 +48,12 @@ def write_batch(handler: logging.StreamHandler, records: Sequence[logging.LogRec
     last: logging.LogRecord | None = None
     handler.acquire()
     try:
+        if handler.stream is None:
+            # Closed since batchable() looked: per record, FileHandler.emit reopens as usual.
+            for record in records:
+                if record.levelno >= handler.level:
+                    handler.handle(record)
+            return
         for record in records:
             if record.levelno < handler.level:
                 continue

@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from nr_llm.observability.batch_write import batchable, deliver
+from nr_llm.observability.batch_write import batchable, deliver, write_batch
 from nr_llm.observability.queue_handler import BoundedQueueHandler
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,3 +179,18 @@ def test_a_forked_worker_draws_its_own_request_id_prefix():
     assert int(after[16:], 16) == int(before[16:], 16) + 1
     assert child[:16] != before[:16]
     assert len(child) == 32
+
+
+def test_a_file_handler_closed_between_check_and_write_reopens_as_it_would_per_record(tmp_path):
+    """A FileHandler closed after batchable() said yes writes the batch through its own
+    emit(), which reopens the file: no record is lost."""
+    path = tmp_path / "events.log"
+    handler = logging.FileHandler(path)
+    try:
+        assert batchable(handler)
+        handler.close()  # what a logging reconfiguration does to the old handler
+
+        write_batch(handler, records()[3:])
+    finally:
+        handler.close()
+    assert path.read_text() == "second\nthird with\nnewline\n"
