@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import threading
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
@@ -27,24 +26,22 @@ class _Ids:
 
     uuid4() costs a getrandom() call per request, a measurable share of a trivial
     view (bench/request_overhead.py); uniqueness only needs one random draw per process.
-    The prefix is redrawn after a fork, so pre-forked workers never share it.
+    The prefix is redrawn in a forked child (an at-fork hook, not a getpid() syscall per
+    id), so pre-forked workers never share it.
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pid = -1
-        self._prefix = ""
-        self._counter = itertools.count()
+        self._draw()
+        os.register_at_fork(after_in_child=self._draw)
+
+    def _draw(self) -> None:
+        # Prefix and counter are replaced together, in one tuple, so a concurrent
+        # next() never pairs a new prefix with an old count.
+        self._state = (os.urandom(8).hex(), itertools.count())
 
     def next(self) -> str:
-        pid = os.getpid()
-        if pid != self._pid:
-            with self._lock:
-                if pid != self._pid:
-                    self._prefix = os.urandom(8).hex()
-                    self._counter = itertools.count()
-                    self._pid = pid
-        return f"{self._prefix}{next(self._counter) & 0xFFFF_FFFF_FFFF_FFFF:016x}"
+        prefix, counter = self._state
+        return f"{prefix}{next(counter) & 0xFFFF_FFFF_FFFF_FFFF:016x}"
 
 
 _new_request_id = _Ids().next

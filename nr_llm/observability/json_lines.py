@@ -10,6 +10,10 @@ from typing import Any
 from .completion import ACCESS_ATTRIBUTE
 from .events import EVENT_ATTRIBUTE, RequestEvent
 
+# What json.dumps(row, default=str) builds on every call; one instance (it keeps no
+# per-call state) writes the same text without constructing an encoder per record.
+_ENCODER = json.JSONEncoder(default=str)
+
 
 class JsonLinesFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
@@ -31,4 +35,4 @@ class JsonLinesFormatter(logging.Formatter):
         if record.exc_info:
             row["exc_info"] = self.formatException(record.exc_info)
         # json.dumps escapes newlines and control characters: one record, one line.
-        return json.dumps(row, default=str)
+        return _ENCODER.encode(row)

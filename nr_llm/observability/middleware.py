@@ -131,8 +131,9 @@ def _open(request: HttpRequest) -> tuple[Completion, bool]:
     completion = Completion(
         method=request.method or "",
         path=request.path,
-        request_id_header=request.headers.get("X-Request-ID"),
-        traceparent=request.headers.get("traceparent"),
+        # META directly: request.headers builds a mapping of every header per request.
+        request_id_header=request.META.get("HTTP_X_REQUEST_ID"),
+        traceparent=request.META.get("HTTP_TRACEPARENT"),
         signal=DisconnectSignal(),
     )
     request.META[COMPLETION_KEY] = completion

@@ -15,6 +15,7 @@ request. Draining on a short timer batches the hand-over; a record waits at most
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import threading
@@ -22,6 +23,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.utils.module_loading import import_string
+
+from .batch_write import BATCH, deliver
+
+# This process's id, kept current by an at-fork hook: emit() compares it on every record,
+# and os.getpid() is a syscall each time.
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def build_handler(target: logging.Handler | Mapping[str, Any]) -> logging.Handler:
@@ -103,7 +118,7 @@ class BoundedQueueHandler(logging.Handler):
     def _ensure_thread(self) -> None:
         # Started lazily and per process: a thread started before a pre-fork server
         # forks does not exist in the worker.
-        pid = os.getpid()
+        pid = _pid
         if self._thread_pid == pid:
             return
         with self._start_lock:
@@ -129,9 +144,11 @@ class BoundedQueueHandler(logging.Handler):
             return False
         try:
             while self._buffer:
-                record = self._buffer.popleft()
-                if record.levelno >= self.target.level:
-                    self.target.handle(record)
+                batch: list[logging.LogRecord] = []
+                with contextlib.suppress(IndexError):
+                    while len(batch) < BATCH:
+                        batch.append(self._buffer.popleft())
+                deliver(self.target, batch)
         finally:
             self._drain_lock.release()
         return True

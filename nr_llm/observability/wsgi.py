@@ -149,10 +149,12 @@ class DisconnectAwareWSGI:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         signal = DisconnectSignal(socket_probe(environ.get("gunicorn.socket")))
         path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+        if not path.isascii():
+            # WSGI strings are bytes decoded as latin-1 (PEP 3333); show the real path.
+            path = path.encode("latin-1", "replace").decode("utf-8", "replace")
         completion = Completion(
             method=environ.get("REQUEST_METHOD", ""),
-            # WSGI strings are bytes decoded as latin-1 (PEP 3333); show the real path.
-            path=path.encode("latin-1", "replace").decode("utf-8", "replace"),
+            path=path,
             request_id_header=environ.get("HTTP_X_REQUEST_ID"),
             traceparent=environ.get("HTTP_TRACEPARENT"),
             signal=signal,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -133,3 +134,27 @@ def test_the_event_names_the_authenticated_user(logs):
     client.get("/admin/", HTTP_X_REQUEST_ID="rid-user")
     rows = [r.nr_llm_event.as_dict() for r in logs.named("nr_llm.requests")]
     assert [(row["request_id"], row["user_id"]) for row in rows] == [("rid-user", str(user.pk))]
+
+
+@pytest.mark.django_db
+def test_without_a_wrapper_the_middleware_takes_the_ids_from_the_headers(logs):
+    """The middleware's own completion reads X-Request-ID and traceparent like the wrapper."""
+    Client().get("/admin/login/", HTTP_X_REQUEST_ID="rid-plain", HTTP_TRACEPARENT=TRACEPARENT)
+    rows = [r.nr_llm_event.as_dict() for r in logs.named("nr_llm.requests")]
+    assert [(row["request_id"], row["trace_id"]) for row in rows] == [
+        ("rid-plain", "4bf92f3577b34da6a3ce929d0e0e4736")
+    ]
+
+
+def test_started_at_is_the_arrival_time_in_utc(logs):
+    """The event's started_at is an aware UTC datetime taken when the completion opened."""
+    before = datetime.now(UTC)
+    done = completion(200)
+    after = datetime.now(UTC)
+    done.finish()
+    (record,) = logs.named("nr_llm.requests")
+    started = record.nr_llm_event.started_at
+    assert started.tzinfo is UTC
+    # One microsecond either way: the float clock is rounded to whole microseconds.
+    tick = timedelta(microseconds=1)
+    assert before - tick <= started <= after + tick

@@ -100,3 +100,13 @@ def test_a_complete_response_counts_its_bytes_and_has_no_phase(site, logs):
     (access,) = logs.named("nr_llm.access")
     assert access.nr_llm_access["bytes"] == len(body) == len(b"first chunk second chunk")
     assert "phase" not in access.nr_llm_access
+
+
+def test_a_non_ascii_path_is_recorded_as_the_client_sent_it(site, logs):
+    """WSGI hands over UTF-8 path bytes decoded as latin-1; the access record shows the real
+    path, and an ASCII path is recorded unchanged."""
+    app = wrapped_wsgi()
+    wsgi_call(app, "GET", "/caf\u00e9/".encode().decode("latin-1"))
+    wsgi_call(app, "GET", "/plain/")
+    paths = [record.nr_llm_access["path"] for record in logs.named("nr_llm.access")]
+    assert paths == ["/caf\u00e9/", "/plain/"]
