@@ -158,3 +158,19 @@ def test_started_at_is_the_arrival_time_in_utc(logs):
     # One microsecond either way: the float clock is rounded to whole microseconds.
     tick = timedelta(microseconds=1)
     assert before - tick <= started <= after + tick
+
+
+def test_a_5xx_after_the_client_left_is_a_failure_row_not_a_cancellation(logs):
+    """A server error stays a server error in the event too: a failure row with its error type.
+
+    The client having left does not turn an unclassified exception into a cancellation
+    (seed 003: an unrelated cause stays on the ordinary application-error path), so the
+    default configuration still emits it.
+    """
+    done = completion(500, aborted_in=Phase.HANDLER)
+    done.error_type = "ValueError"
+    done.finish()
+    (record,) = logs.named("nr_llm.requests")
+    row = record.nr_llm_event.as_dict()
+    assert "outcome" not in row
+    assert (row["ok"], row["status_code"], row["error_type"]) == (False, 500, "ValueError")
