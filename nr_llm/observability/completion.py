@@ -37,7 +37,7 @@ def access_level(status: int) -> int:
 
 
 def escape(text: str) -> str:
-    """Keep a client-controlled path on one log line (no newlines, no control bytes)."""
+    """Keep client-controlled text (path, method) on one log line (no newlines, no control bytes)."""
     if text.isprintable():
         return text
     return text.encode("unicode_escape", "backslashreplace").decode("ascii")
@@ -121,7 +121,7 @@ class Completion:
         if phase is not None:
             fields["phase"] = str(phase)
         args = (
-            self.method,
+            escape(self.method),
             escape(self.path),
             status,
             duration_ms,
