@@ -118,10 +118,12 @@ def test_an_unusable_request_id_is_replaced(header):
 @pytest.mark.parametrize(
     "header",
     [None, "garbage", "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-     "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"],
+     "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+     " ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+     "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"],
 )  # fmt: skip
 def test_an_invalid_traceparent_has_no_trace_id(header):
-    """Malformed, all-zero and version-ff traceparents carry no trace id."""
+    """Malformed, all-zero trace or parent id, and version-ff (padded too) carry no trace id."""
     assert trace_id_from(header) is None
 
 
