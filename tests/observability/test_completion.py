@@ -99,10 +99,11 @@ def test_a_5xx_is_kept_even_when_the_client_left(logs):
     assert (access.levelname, access.nr_llm_access["status"]) == ("ERROR", 500)
 
 
-def test_a_control_character_in_the_path_stays_on_one_line(logs):
-    """The client-controlled path is escaped in the message."""
+@pytest.mark.parametrize("field", ["path", "method"])
+def test_a_control_character_in_the_request_line_stays_on_one_line(logs, field):
+    """The client-controlled path and method are escaped in the message."""
     done = completion(404)
-    done.path = "/evil\n200 forged line"
+    setattr(done, field, "/evil\n200 forged line")
     done.finish()
     (access,) = logs.named("nr_llm.access")
     assert "\n" not in access.getMessage()
@@ -176,12 +177,3 @@ def test_a_5xx_after_the_client_left_is_a_failure_row_not_a_cancellation(logs):
     row = record.nr_llm_event.as_dict()
     assert "outcome" not in row
     assert (row["ok"], row["status_code"], row["error_type"]) == (False, 500, "ValueError")
-
-
-def test_a_control_character_in_the_method_stays_on_one_line(logs):
-    """The method comes from the client's request line too; it is escaped like the path."""
-    done = completion(405)
-    done.method = "GET\n200 forged line"
-    done.finish()
-    (access,) = logs.named("nr_llm.access")
-    assert "\n" not in access.getMessage()
