@@ -37,7 +37,7 @@ def access_level(status: int) -> int:
 
 
 def escape(text: str) -> str:
-    """Keep a client-controlled path on one log line (no newlines, no control bytes)."""
+    """Keep client-controlled text (path, method) on one log line (no newlines, no control bytes)."""
     if text.isprintable():
         return text
     return text.encode("unicode_escape", "backslashreplace").decode("ascii")
@@ -121,7 +121,7 @@ class Completion:
         if phase is not None:
             fields["phase"] = str(phase)
         args = (
-            self.method,
+            escape(self.method),
             escape(self.path),
             status,
             duration_ms,
@@ -132,7 +132,9 @@ class Completion:
         send(access_logger, level, "%s %s %s %.1fms %dB rid=%s%s", args, {ACCESS_ATTRIBUTE: fields})
 
     def _emit_event(self, status: int, duration_ms: float) -> None:
-        cancelled = self.signal.aborted or status == CLIENT_CLOSED_REQUEST
+        # A 5xx stays a failure row even if the client also left: an unclassified
+        # exception is a server error, and dropping its event would hide it (seed 003).
+        cancelled = status == CLIENT_CLOSED_REQUEST or (self.signal.aborted and status < 500)
         if cancelled and not conf.REQUEST_EVENTS["include_cancelled"]:
             return
         emit(

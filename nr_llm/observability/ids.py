@@ -7,7 +7,7 @@ import os
 import re
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-_TRACEPARENT = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
 
 
 def request_id_from(header: str | None) -> str:
@@ -52,6 +52,10 @@ def trace_id_from(traceparent: str | None) -> str | None:
     if not traceparent:
         return None
     match = _TRACEPARENT.fullmatch(traceparent.strip())
-    if match is None or traceparent.startswith("ff") or set(match.group(1)) == {"0"}:
+    if match is None:
         return None
-    return match.group(1)
+    version, trace_id, parent_id = match.groups()
+    # W3C Trace Context: version ff and all-zero trace or parent ids are invalid.
+    if version == "ff" or set(trace_id) == {"0"} or set(parent_id) == {"0"}:
+        return None
+    return trace_id

@@ -7,8 +7,9 @@ returning the 499 there precedes every other hook, ``got_request_exception``, th
 handler, the ``django.request`` error record and the admin email. Exceptions raised by
 ``process_view`` hooks (another middleware reading the body) are reached by calling
 Django's resolver-and-view step directly instead of through the innermost converter;
-anything not classified is re-raised into this layer's own converter, which Django
-built identically, so every other exception is handled exactly as before.
+anything not classified is converted here exactly as that converter would have done
+(``response_for_exception``: signal, 500 handler, error record), so every other
+exception is handled as before and its request still completes through ``_close``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.core.handlers.exception import response_for_exception
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.utils.functional import empty
 
@@ -77,7 +79,7 @@ class RequestCompletionMiddleware:
         try:
             response = self.get_response(request)
         except Exception as exc:
-            response = self._disconnect_or_raise(request, exc)
+            response = self.process_exception(request, exc) or response_for_exception(request, exc)
         return _close(request, completion, owned, response)
 
     async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
@@ -86,16 +88,13 @@ class RequestCompletionMiddleware:
         try:
             response = await get_response(request)
         except Exception as exc:
-            response = self._disconnect_or_raise(request, exc)
+            handled = self.process_exception(request, exc)
+            # As Django's async converter does: the 500 handler may touch the database.
+            convert = sync_to_async(response_for_exception, thread_sensitive=False)
+            response = handled or await convert(request, exc)
         # CancelledError (Django cancels the view when the client leaves) is not caught:
         # cancellation must propagate; the ASGI wrapper records the completion.
         return _close(request, completion, owned, response)
-
-    def _disconnect_or_raise(self, request: HttpRequest, exc: Exception) -> HttpResponseBase:
-        response = self.process_exception(request, exc)
-        if response is None:
-            raise exc
-        return response
 
     def process_view(self, request: HttpRequest, *args: Any) -> None:
         # Record the route now: a cancelled async request never comes back through

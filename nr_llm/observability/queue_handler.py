@@ -98,7 +98,14 @@ class BoundedQueueHandler(logging.Handler):
             with self._drop_lock:
                 self._dropped += 1
             return
-        self._buffer.append(self.prepare(record))
+        try:
+            prepared = self.prepare(record)
+        except Exception:
+            # A logging call must never raise into the code that logged (a request);
+            # report it the way every stdlib handler's emit() does.
+            self.handleError(record)
+            return
+        self._buffer.append(prepared)
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
         """Freeze the message, but leave formatting to the listener thread.

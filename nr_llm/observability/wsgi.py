@@ -19,6 +19,7 @@ import ssl
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn
 
+from .classify import is_client_disconnect
 from .completion import COMPLETION_KEY, Completion
 from .signal import SIGNAL_KEY, ClientDisconnected, DisconnectSignal, Phase
 
@@ -121,9 +122,17 @@ class _Response:
 
     def __iter__(self) -> Iterator[bytes]:
         completion = self._completion
-        for chunk in self._result:
-            completion.bytes_sent += len(chunk)
-            yield chunk
+        try:
+            for chunk in self._result:
+                completion.bytes_sent += len(chunk)
+                yield chunk
+        except Exception as exc:
+            # A streaming body that stopped because the client left: end the response
+            # here rather than hand the server an error it would log with a traceback.
+            # Anything else is the server's to report.
+            if is_client_disconnect(exc, completion.signal):
+                return
+            raise
         self._exhausted = True
 
     def close(self) -> None:

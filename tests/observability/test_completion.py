@@ -99,10 +99,11 @@ def test_a_5xx_is_kept_even_when_the_client_left(logs):
     assert (access.levelname, access.nr_llm_access["status"]) == ("ERROR", 500)
 
 
-def test_a_control_character_in_the_path_stays_on_one_line(logs):
-    """The client-controlled path is escaped in the message."""
+@pytest.mark.parametrize("field", ["path", "method"])
+def test_a_control_character_in_the_request_line_stays_on_one_line(logs, field):
+    """The client-controlled path and method are escaped in the message."""
     done = completion(404)
-    done.path = "/evil\n200 forged line"
+    setattr(done, field, "/evil\n200 forged line")
     done.finish()
     (access,) = logs.named("nr_llm.access")
     assert "\n" not in access.getMessage()
@@ -118,10 +119,12 @@ def test_an_unusable_request_id_is_replaced(header):
 @pytest.mark.parametrize(
     "header",
     [None, "garbage", "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-     "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"],
+     "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+     " ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+     "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"],
 )  # fmt: skip
 def test_an_invalid_traceparent_has_no_trace_id(header):
-    """Malformed, all-zero and version-ff traceparents carry no trace id."""
+    """Malformed, all-zero trace or parent id, and version-ff (padded too) carry no trace id."""
     assert trace_id_from(header) is None
 
 
@@ -158,3 +161,19 @@ def test_started_at_is_the_arrival_time_in_utc(logs):
     # One microsecond either way: the float clock is rounded to whole microseconds.
     tick = timedelta(microseconds=1)
     assert before - tick <= started <= after + tick
+
+
+def test_a_5xx_after_the_client_left_is_a_failure_row_not_a_cancellation(logs):
+    """A server error stays a server error in the event too: a failure row with its error type.
+
+    The client having left does not turn an unclassified exception into a cancellation
+    (seed 003: an unrelated cause stays on the ordinary application-error path), so the
+    default configuration still emits it.
+    """
+    done = completion(500, aborted_in=Phase.HANDLER)
+    done.error_type = "ValueError"
+    done.finish()
+    (record,) = logs.named("nr_llm.requests")
+    row = record.nr_llm_event.as_dict()
+    assert "outcome" not in row
+    assert (row["ok"], row["status_code"], row["error_type"]) == (False, 500, "ValueError")

@@ -78,3 +78,20 @@ def test_an_event_becomes_one_json_line():
     assert row["event"] == event.as_dict()
     assert "outcome" not in row["event"]
     assert row["message"] == "request.completed\nsecond line"
+
+
+def test_a_record_that_cannot_be_formatted_never_raises_into_the_caller():
+    """A logging call with mismatched arguments goes to handleError, as any stdlib handler's
+    emit does; it is not raised into the code that logged (a request), and later records
+    still arrive."""
+    gate = Gate()
+    gate.open.set()
+    handler = BoundedQueueHandler(gate, maxsize=5)
+    handler.handleError = lambda record: None  # type: ignore[method-assign]
+    try:
+        broken = logging.LogRecord("nr_llm.requests", logging.INFO, __file__, 1, "%s and %s", ("one",), None)
+        handler.handle(broken)
+        handler.handle(record("after"))
+    finally:
+        handler.close()
+    assert gate.records == ["after"]

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 from django.core import mail
+from django.core.handlers.asgi import ASGIHandler
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import Client, override_settings
@@ -12,6 +17,7 @@ from tests.settings import MIDDLEWARE
 
 from . import urls
 from .drivers import ResettingStream, wrapped_wsgi, wsgi_call
+from .test_asgi import scope
 
 PARTIAL = b'{"text": "' + b"x" * 50
 BODY_READER = "tests.observability.urls.BodyReadingMiddleware"
@@ -142,3 +148,43 @@ def test_check_fails_when_the_middleware_is_not_last():
     with override_settings(MIDDLEWARE=misplaced), pytest.raises(SystemCheckError) as info:
         call_command("check", "--tag", "nr_llm")
     assert "nr_llm.E030" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "level"),
+    [("/abort-error-while-active/", 500, "ERROR"), ("/no-such-page/", 404, "WARNING")],
+)
+def test_without_a_wrapper_a_request_that_raises_still_completes_once(site, logs, path, status, level):
+    """Without a wrapper, a request whose exception Django converts (500, or a 404 raised by
+    the resolver) still gets its one access record and event from the middleware."""
+    response = Client(raise_request_exception=False).get(path)
+    assert response.status_code == status
+    (access,) = logs.named("nr_llm.access")
+    assert (access.levelname, access.nr_llm_access["status"]) == (level, status)
+    (event,) = logs.named("nr_llm.requests")
+    assert (event.nr_llm_event.status_code, event.nr_llm_event.ok) == (status, False)
+
+
+def test_without_a_wrapper_an_async_500_still_completes_once(site, logs, signals_sent):
+    """The async middleware path converts an unclassified exception like Django's own
+    converter (signal, error record, 500) and completes the request once."""
+    sent: list[Mapping[str, Any]] = []
+
+    messages: list[dict[str, Any]] = [{"type": "http.request", "body": b""}]
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop()
+        await asyncio.sleep(30)  # the client stays; Django cancels this listener when done
+        return {"type": "http.disconnect"}
+
+    async def send(message: Mapping[str, Any]) -> None:
+        sent.append(message)
+
+    app_scope = scope("GET", "/abort-error-while-active/")
+    asyncio.run(asyncio.wait_for(ASGIHandler()(app_scope, receive, send), 20))
+    assert sent[0]["status"] == 500
+    assert len(signals_sent) == 1
+    assert [r.levelname for r in logs.named("django.request")] == ["ERROR"]
+    (access,) = logs.named("nr_llm.access")
+    assert (access.levelname, access.nr_llm_access["status"]) == ("ERROR", 500)

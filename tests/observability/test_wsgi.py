@@ -110,3 +110,15 @@ def test_a_non_ascii_path_is_recorded_as_the_client_sent_it(site, logs):
     wsgi_call(app, "GET", "/plain/")
     paths = [record.nr_llm_access["path"] for record in logs.named("nr_llm.access")]
     assert paths == ["/caf\u00e9/", "/plain/"]
+
+
+def test_a_disconnect_raised_while_streaming_ends_the_response_quietly(site, logs, signals_sent):
+    """A streaming body that stops with the signal's reason ends the response instead of
+    raising into the server (which would log it as an error with a traceback); the access
+    record keeps the sent 200 with phase response."""
+    status, body = wsgi_call(wrapped_wsgi(), "GET", "/streams-until-gone/")
+    assert (status, body) == ("200 OK", b"first chunk ")
+    (access,) = logs.named("nr_llm.access")
+    assert access.levelname == "INFO"
+    assert (access.nr_llm_access["status"], access.nr_llm_access["phase"]) == (200, "response")
+    assert logs.named("django") == [] and signals_sent == []

@@ -9,7 +9,7 @@ from django.template.response import SimpleTemplateResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 
-from nr_llm.observability import ClientDisconnected, read_json
+from nr_llm.observability import ClientDisconnected, Phase, read_json, signal_for
 
 CANCELLED_VIEWS: list[str] = []
 
@@ -87,6 +87,20 @@ def streams_async(request):
     return StreamingHttpResponse(_chunks())
 
 
+def streams_until_the_client_leaves(request):
+    """A long stream that checks the signal between chunks (the probe's verdict is simulated)."""
+    signal = signal_for(request)
+
+    def chunks():
+        yield b"first chunk "
+        assert signal is not None
+        signal.abort(ClientDisconnected("the client closed the connection"), Phase.RESPONSE)
+        signal.raise_if_aborted()
+        yield b"never sent"
+
+    return StreamingHttpResponse(chunks())
+
+
 urlpatterns = [
     # JSON endpoints are CSRF-exempt, as an API would be; /form/ keeps CSRF on.
     path("reason/", csrf_exempt(reason)),
@@ -100,6 +114,7 @@ urlpatterns = [
     path("waits-forever/", csrf_exempt(waits_forever)),
     path("streams/", streams),
     path("streams-async/", streams_async),
+    path("streams-until-gone/", streams_until_the_client_leaves),
     path("form/", ok),
 ]
 
