@@ -26,7 +26,7 @@ from django.utils.functional import empty
 from .body import BodyRejected
 from .classify import is_client_disconnect
 from .completion import COMPLETION_KEY, Completion
-from .signal import DisconnectSignal, Phase, signal_for
+from .signal import DisconnectSignal, Phase, signal_for, wrapper_state
 from .status import CLIENT_CLOSED_REASON, CLIENT_CLOSED_REQUEST
 
 logger = logging.getLogger(__name__)
@@ -115,10 +115,7 @@ class RequestCompletionMiddleware:
 
 
 def _completion_of(request: HttpRequest) -> Completion | None:
-    found = request.META.get(COMPLETION_KEY)
-    if found is None:
-        scope = getattr(request, "scope", None)
-        found = scope.get(COMPLETION_KEY) if isinstance(scope, dict) else None
+    found = wrapper_state(request, COMPLETION_KEY)
     return found if isinstance(found, Completion) else None
 
 

@@ -97,10 +97,17 @@ class DisconnectSignal:
         return f"<DisconnectSignal {state}>"
 
 
-def signal_for(request: HttpRequest) -> DisconnectSignal | None:
-    """The request's signal, or None when no wrapper runs in front of Django."""
-    found = request.META.get(SIGNAL_KEY)
+def wrapper_state(request: HttpRequest, key: str) -> object | None:
+    """What a wrapper stored under ``key``: WSGI environ keys reach ``request.META``,
+    ASGI scope keys stay in ``request.scope``."""
+    found = request.META.get(key)
     if found is None:
         scope = getattr(request, "scope", None)
-        found = scope.get(SIGNAL_KEY) if isinstance(scope, dict) else None
+        found = scope.get(key) if isinstance(scope, dict) else None
+    return found
+
+
+def signal_for(request: HttpRequest) -> DisconnectSignal | None:
+    """The request's signal, or None when no wrapper runs in front of Django."""
+    found = wrapper_state(request, SIGNAL_KEY)
     return found if isinstance(found, DisconnectSignal) else None
