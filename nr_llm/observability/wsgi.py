@@ -44,12 +44,17 @@ class DisconnectAwareInput:
         self._signal.abort(error, Phase.REQUEST_BODY)
         self._signal.raise_reason()
 
+    def _allowance(self, size: int | None) -> int:
+        """Bytes this call may read; raises the reason when the client is already gone."""
+        allowed = self._remaining if size is None or size < 0 else min(size, self._remaining)
+        if allowed > 0 and self._signal.aborted:
+            self._signal.raise_reason()
+        return allowed
+
     def read(self, size: int | None = -1, /) -> bytes:
-        wanted = self._remaining if size is None or size < 0 else min(size, self._remaining)
+        wanted = self._allowance(size)
         if wanted <= 0:
             return b""
-        if self._signal.aborted:
-            self._signal.raise_reason()
         chunks: list[bytes] = []
         got = 0
         # A blocking read may return less than asked only at EOF; keep asking so a
@@ -67,11 +72,9 @@ class DisconnectAwareInput:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def readline(self, size: int | None = -1, /) -> bytes:
-        limit = self._remaining if size is None or size < 0 else min(size, self._remaining)
+        limit = self._allowance(size)
         if limit <= 0:
             return b""
-        if self._signal.aborted:
-            self._signal.raise_reason()
         try:
             line = self._stream.readline(limit)
         except ConnectionError as exc:
