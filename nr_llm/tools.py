@@ -236,10 +236,9 @@ def _run_remote(row: McpTool, arguments: dict[str, Any], client: ToolCaller | No
     try:
         outcome = (client or mcp_client()).call_tool(endpoint, row.remote_name, arguments)
     except McpTransportError as exc:
-        text = f"{origin} could not run {row.remote_name!r}: {exc}"
-        return ToolResult(redact(text, endpoint.credential), True, server.identifier)
-    if outcome.is_error:
-        text = f"{origin} reported an error: {outcome.text}"
-        return ToolResult(redact(text, endpoint.credential), True, server.identifier)
-    # A model must not read this installation's secret, even when a tool echoes it.
-    return ToolResult(redact(outcome.text, endpoint.credential), False, server.identifier)
+        text, is_error = f"{origin} could not run {row.remote_name!r}: {exc}", True
+    else:
+        is_error = outcome.is_error
+        text = f"{origin} reported an error: {outcome.text}" if is_error else outcome.text
+    # A model must not read this installation's secret, even when a server echoes it.
+    return ToolResult(redact(text, endpoint.credential), is_error, server.identifier)
