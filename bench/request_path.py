@@ -6,10 +6,13 @@ One process builds three WSGI applications from the same settings and drives eac
 prepared environ (gunicorn's keys, a real connected socket for the liveness probe):
 
 - ``bare``: Django's handler without ``RequestCompletionMiddleware``, not wrapped;
-- ``emit``: ``DisconnectAwareWSGI`` + the middleware, records emitted with no handler;
-- ``full``: as ``emit``, with ``BoundedQueueHandler`` in front of a ``FileHandler`` writing
-  JSON lines on both loggers; each round ends with ``flush()``, so the listener thread's
-  formatting and writing are inside the measured CPU time.
+- ``installed``: ``DisconnectAwareWSGI`` + the middleware, nobody listening at INFO (no
+  record is built);
+- ``emit``: as ``installed``, both records built and handed to ``BoundedQueueHandler`` in
+  front of a ``NullHandler`` (the request's share of event emission, the sink free);
+- ``full``: as ``emit``, with a ``FileHandler`` writing JSON lines as the target; each
+  round ends with ``flush()``, so the listener thread's formatting and writing are inside
+  the measured CPU time.
 
 Rounds alternate the order; each figure is the median over rounds of process CPU time
 (all threads) per request, and its ratio to ``bare`` in the same round.
@@ -36,7 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-os.environ["BENCH_MODE"] = "emit"
+os.environ["BENCH_MODE"] = "installed"
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.site")
 
 import django  # noqa: E402
@@ -53,7 +56,7 @@ from nr_llm.observability.json_lines import JsonLinesFormatter  # noqa: E402
 from nr_llm.observability.queue_handler import BoundedQueueHandler  # noqa: E402
 from nr_llm.observability.wsgi import DisconnectAwareWSGI  # noqa: E402
 
-VARIANTS = ["bare", "emit", "full"]
+VARIANTS = ["bare", "installed", "emit", "full"]
 App = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
@@ -62,25 +65,28 @@ def applications() -> dict[str, App]:
     with override_settings(MIDDLEWARE=own):
         bare = WSGIHandler()
     wrapped = DisconnectAwareWSGI(WSGIHandler())
-    return {"bare": bare, "emit": wrapped, "full": wrapped}
+    return {"bare": bare, "installed": wrapped, "emit": wrapped, "full": wrapped}
 
 
 @contextlib.contextmanager
-def sink(path: Path, enabled: bool) -> Iterator[BoundedQueueHandler | None]:
-    """Both completion loggers written as JSON lines to ``path`` while enabled."""
-    if not enabled:
+def sink(path: Path, variant: str) -> Iterator[BoundedQueueHandler | None]:
+    """Both completion loggers at INFO into the variant's handler (none for bare/installed)."""
+    if variant not in ("emit", "full"):
         yield None
         return
-    handler = BoundedQueueHandler(logging.FileHandler(path))
+    target = logging.FileHandler(path) if variant == "full" else logging.NullHandler()
+    handler = BoundedQueueHandler(target)
     handler.setFormatter(JsonLinesFormatter())
     loggers = [logging.getLogger(ACCESS_LOGGER), logging.getLogger(REQUESTS_LOGGER)]
-    for target in loggers:
-        target.addHandler(handler)
+    for logger in loggers:
+        logger.setLevel(logging.INFO)
+        logger.addHandler(handler)
     try:
         yield handler
     finally:
-        for target in loggers:
-            target.removeHandler(handler)
+        for logger in loggers:
+            logger.removeHandler(handler)
+            logger.setLevel(logging.NOTSET)
         handler.close()
 
 
@@ -144,21 +150,21 @@ def main() -> None:
         jsonl = Path(tmp, "events.jsonl")
         drivers = {variant: driver(apps[variant], server_side) for variant in VARIANTS}
         if args.profile:
-            with sink(jsonl, args.profile == "full") as handler:
+            with sink(jsonl, args.profile) as handler:
                 measure(drivers[args.profile], 500, handler)
                 profiler = cProfile.Profile()
                 profiler.runcall(measure, drivers[args.profile], args.requests, handler)
             pstats.Stats(profiler).sort_stats("tottime").print_stats(40)
             return
         for variant in VARIANTS:  # warm up: imports, URL resolver, caches
-            with sink(jsonl, variant == "full") as handler:
+            with sink(jsonl, variant) as handler:
                 measure(drivers[variant], 500, handler)
         rows: list[dict[str, float]] = []
         for number in range(args.rounds):
             order = VARIANTS[number % len(VARIANTS) :] + VARIANTS[: number % len(VARIANTS)]
             row = {}
             for variant in order:
-                with sink(jsonl, variant == "full") as handler:
+                with sink(jsonl, variant) as handler:
                     row[variant] = measure(drivers[variant], args.requests, handler)
             rows.append(row)
         lines = len(jsonl.read_bytes().splitlines())

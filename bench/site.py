@@ -2,8 +2,13 @@
 request completion. ``BENCH_MODE``:
 
 - ``bare``: plain Django, no wrapper, no middleware, no records;
-- ``emit``: wrapper + middleware; access records and events emitted, no handler attached;
-- ``full``: as ``emit``, both written as JSON lines to a file through BoundedQueueHandler.
+- ``installed``: wrapper + middleware with the site's logging left alone: nobody listens
+  to ``nr_llm.access`` / ``nr_llm.requests`` at INFO, so no record is built (what
+  installing the package costs a site that has not configured a sink yet);
+- ``emit``: as ``installed``, and both records built and handed to logging on every
+  request: ``BoundedQueueHandler`` in front of a ``NullHandler``, so the request pays for
+  building and queueing the records and the sink costs nothing;
+- ``full``: as ``emit``, written as JSON lines to a file (the sink's own cost included).
 """
 
 import os
@@ -19,8 +24,8 @@ from project.settings import *  # noqa: E402,F403
 from project.settings import MIDDLEWARE  # noqa: E402
 
 MODE = os.environ.get("BENCH_MODE", "bare")
-WRAPPED = MODE in ("emit", "full")
-FULL = MODE == "full"
+WRAPPED = MODE in ("installed", "emit", "full")
+LISTENED = MODE in ("emit", "full")
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1"]
 ROOT_URLCONF = "bench.site"
@@ -29,20 +34,27 @@ NR_LLM_REQUEST_EVENTS = {"include_cancelled": True}
 if not WRAPPED:
     MIDDLEWARE = [entry for entry in MIDDLEWARE if not entry.startswith("nr_llm.")]
 
+_target = (
+    {"class": "logging.FileHandler", "filename": os.environ.get("BENCH_LOG", os.devnull)}
+    if MODE == "full"
+    else {"class": "logging.NullHandler"}
+)
 _sink = {
     "()": "nr_llm.observability.queue_handler.BoundedQueueHandler",
-    "target": {"class": "logging.FileHandler", "filename": os.environ.get("BENCH_LOG", os.devnull)},
+    "target": _target,
     "formatter": "jsonl",
 }
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"jsonl": {"()": "nr_llm.observability.json_lines.JsonLinesFormatter"}},
-    "handlers": {"sink": _sink} if FULL else {},
+    "handlers": {"sink": _sink} if LISTENED else {},
     "loggers": {
-        "nr_llm.access": {"handlers": ["sink"] if FULL else [], "level": "INFO", "propagate": False},
-        "nr_llm.requests": {"handlers": ["sink"] if FULL else [], "level": "INFO", "propagate": False},
-    },
+        "nr_llm.access": {"handlers": ["sink"], "level": "INFO", "propagate": False},
+        "nr_llm.requests": {"handlers": ["sink"], "level": "INFO", "propagate": False},
+    }
+    if LISTENED
+    else {},
 }
 
 

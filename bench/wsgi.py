@@ -1,4 +1,4 @@
-"""The benchmark's WSGI application: wrapped in ``BENCH_MODE`` emit and full."""
+"""The benchmark's WSGI application: wrapped in every ``BENCH_MODE`` but bare."""
 
 import os
 
@@ -9,4 +9,4 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 from nr_llm.observability.wsgi import DisconnectAwareWSGI  # noqa: E402
 
 _django = get_wsgi_application()
-application = DisconnectAwareWSGI(_django) if os.environ.get("BENCH_MODE") in ("emit", "full") else _django
+application = _django if os.environ.get("BENCH_MODE", "bare") == "bare" else DisconnectAwareWSGI(_django)

@@ -24,11 +24,16 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def _identity_headers(scope: Scope) -> tuple[str | None, str | None]:
+    """X-Request-ID and traceparent, in one pass over the headers (the first of each)."""
+    request_id = traceparent = None
     for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
+        name = key.lower()
+        if name == b"x-request-id" and request_id is None:
+            request_id = bytes(value).decode("latin-1")
+        elif name == b"traceparent" and traceparent is None:
+            traceparent = bytes(value).decode("latin-1")
+    return request_id, traceparent
 
 
 class DisconnectAwareASGI:
@@ -41,13 +46,14 @@ class DisconnectAwareASGI:
         if scope["type"] != "http":
             await self.application(scope, receive, send)
             return
+        request_id, traceparent = _identity_headers(scope)
         completion = Completion(
             method=scope.get("method", ""),
             path=scope.get("root_path", "") + scope.get("path", ""),
-            request_id_header=_header(scope, b"x-request-id"),
-            traceparent=_header(scope, b"traceparent"),
+            request_id_header=request_id,
+            traceparent=traceparent,
         )
-        signal = completion.signal
+        signal = completion
         body_complete = False
         response_complete = False
 
@@ -77,7 +83,8 @@ class DisconnectAwareASGI:
             await send(message)
 
         # Copy, not mutate: the server owns its scope.
-        scope = {**scope, SIGNAL_KEY: signal, COMPLETION_KEY: completion}
+        # The completion is the request's signal: one object under both keys.
+        scope = {**scope, SIGNAL_KEY: completion, COMPLETION_KEY: completion}
         try:
             await self.application(scope, watched_receive, recording_send)
         except Exception:

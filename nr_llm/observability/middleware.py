@@ -21,12 +21,11 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.core.handlers.exception import response_for_exception
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
-from django.utils.functional import empty
 
 from .body import BodyRejected
 from .classify import is_client_disconnect
 from .completion import COMPLETION_KEY, Completion
-from .signal import DisconnectSignal, Phase, signal_for, wrapper_state
+from .signal import Phase, signal_for, wrapper_state
 from .status import CLIENT_CLOSED_REASON, CLIENT_CLOSED_REQUEST
 
 logger = logging.getLogger(__name__)
@@ -96,13 +95,6 @@ class RequestCompletionMiddleware:
         # cancellation must propagate; the ASGI wrapper records the completion.
         return _close(request, completion, owned, response)
 
-    def process_view(self, request: HttpRequest, *args: Any) -> None:
-        # Record the route now: a cancelled async request never comes back through
-        # __call__, and its completion should still name the route.
-        completion = _completion_of(request)
-        if completion is not None and request.resolver_match is not None:
-            completion.route = request.resolver_match.route
-
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponseBase | None:
         if is_client_disconnect(exception, signal_for(request)):
             return client_closed_response()
@@ -121,8 +113,12 @@ def _completion_of(request: HttpRequest) -> Completion | None:
 
 def _open(request: HttpRequest) -> tuple[Completion, bool]:
     """The wrapper's completion, or one this middleware owns when no wrapper runs."""
-    completion = _completion_of(request)
+    # request.META first, inline: under WSGI that is where it is, on every request.
+    completion = request.META.get(COMPLETION_KEY)
+    if not isinstance(completion, Completion):
+        completion = _completion_of(request)
     if completion is not None:
+        completion.request = request
         return completion, False
     completion = Completion(
         method=request.method or "",
@@ -130,8 +126,8 @@ def _open(request: HttpRequest) -> tuple[Completion, bool]:
         # META directly: request.headers builds a mapping of every header per request.
         request_id_header=request.META.get("HTTP_X_REQUEST_ID"),
         traceparent=request.META.get("HTTP_TRACEPARENT"),
-        signal=DisconnectSignal(),
     )
+    completion.request = request
     request.META[COMPLETION_KEY] = completion
     return completion, True
 
@@ -139,14 +135,9 @@ def _open(request: HttpRequest) -> tuple[Completion, bool]:
 def _close(
     request: HttpRequest, completion: Completion, owned: bool, response: HttpResponseBase
 ) -> HttpResponseBase:
-    match = request.resolver_match
-    if match is not None:
-        completion.route = match.route
-    completion.user_id = _user_id(request)
-    signal = completion.signal
     # Ask the transport once more: a client that left while the view ran must not be
     # reported as served (nginx's 499). A 5xx stays: it is a server error regardless.
-    if signal.check() and signal.phase is not Phase.RESPONSE and response.status_code < 500:
+    if completion.check() and completion.phase is not Phase.RESPONSE and response.status_code < 500:
         response.close()
         response = client_closed_response()
     elif response.status_code == CLIENT_CLOSED_REQUEST:
@@ -158,14 +149,3 @@ def _close(
             completion.bytes_sent = len(response.content)  # type: ignore[attr-defined]
         completion.finish()
     return response
-
-
-def _user_id(request: HttpRequest) -> str | None:
-    user = getattr(request, "user", None)
-    # Only a user something already loaded: resolving a lazy user here would cost a
-    # session and user query on requests that never needed one.
-    if user is None or getattr(user, "_wrapped", None) is empty:
-        return None
-    if getattr(user, "is_authenticated", False):
-        return str(user.pk)
-    return None

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 # the environ into ``request.META`` and keeps the scope as ``request.scope``.
 SIGNAL_KEY = "nr_llm.disconnect_signal"
 
+# One lock for every signal: an abort is rare, and a lock allocated per request is a
+# measurable share of a trivial one (bench/request_path.py). It only orders the first
+# reason against a concurrent second one.
+_ABORT_LOCK = threading.Lock()
+
 
 class ClientDisconnected(ConnectionError):
     """The client went away before the request completed.
@@ -41,10 +46,9 @@ class Phase(enum.StrEnum):
 class DisconnectSignal:
     """Aborted once, with the first reason and the phase it happened in."""
 
-    __slots__ = ("_lock", "_phase", "_probe", "_reason", "response_started")
+    __slots__ = ("_phase", "_probe", "_reason", "response_started")
 
     def __init__(self, probe: Callable[[], BaseException | None] | None = None) -> None:
-        self._lock = threading.Lock()
         self._reason: BaseException | None = None
         self._phase: Phase | None = None
         # Set by a wrapper that can ask the transport whether the client is still
@@ -66,7 +70,7 @@ class DisconnectSignal:
 
     def abort(self, reason: BaseException, phase: Phase) -> BaseException:
         """Record the disconnect; return the reason that won (the first one)."""
-        with self._lock:
+        with _ABORT_LOCK:
             if self._reason is None:
                 self._reason = reason
                 self._phase = phase

@@ -91,7 +91,10 @@ class DisconnectAwareInput:
 
 def socket_probe(sock: object) -> Callable[[], BaseException | None] | None:
     """A liveness check for a plain TCP client socket, or None where none is possible."""
-    if not isinstance(sock, socket.socket) or isinstance(sock, ssl.SSLSocket):
+    # The exact type first: it is what gunicorn hands over, and the cheapest test.
+    if type(sock) is not socket.socket and (
+        not isinstance(sock, socket.socket) or isinstance(sock, ssl.SSLSocket)
+    ):
         return None
 
     def probe() -> BaseException | None:
@@ -115,13 +118,27 @@ def socket_probe(sock: object) -> Callable[[], BaseException | None] | None:
     return probe
 
 
-class _Response:
-    """Counts bytes handed to the server and finishes the completion on ``close()``."""
+class _Exchange:
+    """One request's traffic with the server: its ``start_response``, then the response.
 
-    def __init__(self, result: Iterable[bytes], completion: Completion) -> None:
-        self._result = result
+    Called as ``start_response``, it notes the status on the completion first; iterated,
+    it counts the bytes handed to the server; ``close()`` finishes the completion. One
+    object instead of two: both are per-request allocations on every request.
+    """
+
+    __slots__ = ("_completion", "_exhausted", "_result", "_start_response")
+
+    def __init__(self, start_response: Callable[..., Any], completion: Completion) -> None:
+        self._start_response = start_response
         self._completion = completion
+        self._result: Iterable[bytes] = ()
         self._exhausted = False
+
+    def __call__(self, status: str, headers: Any, exc_info: Any = None) -> Any:
+        completion = self._completion
+        completion.status_code = int(status[:3])
+        completion.response_started = True
+        return self._start_response(status, headers, exc_info)
 
     def __iter__(self) -> Iterator[bytes]:
         completion = self._completion
@@ -133,7 +150,7 @@ class _Response:
             # A streaming body that stopped because the client left: end the response
             # here rather than hand the server an error it would log with a traceback.
             # Anything else is the server's to report.
-            if is_client_disconnect(exc, completion.signal):
+            if is_client_disconnect(exc, completion):
                 return
             raise
         self._exhausted = True
@@ -146,7 +163,7 @@ class _Response:
         finally:
             if not self._exhausted:
                 # The server stopped asking for chunks: its write to the client failed.
-                self._completion.signal.abort(
+                self._completion.abort(
                     ClientDisconnected("the server stopped sending the response"), Phase.RESPONSE
                 )
             self._completion.finish()
@@ -159,44 +176,42 @@ class DisconnectAwareWSGI:
         self.application = application
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        signal = DisconnectSignal(socket_probe(environ.get("gunicorn.socket")))
-        path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+        get = environ.get
+        path = get("SCRIPT_NAME", "") + get("PATH_INFO", "")
         if not path.isascii():
             # WSGI strings are bytes decoded as latin-1 (PEP 3333); show the real path.
             path = path.encode("latin-1", "replace").decode("utf-8", "replace")
         completion = Completion(
-            method=environ.get("REQUEST_METHOD", ""),
+            method=get("REQUEST_METHOD", ""),
             path=path,
-            request_id_header=environ.get("HTTP_X_REQUEST_ID"),
-            traceparent=environ.get("HTTP_TRACEPARENT"),
-            signal=signal,
+            request_id_header=get("HTTP_X_REQUEST_ID"),
+            traceparent=get("HTTP_TRACEPARENT"),
+            probe=socket_probe(get("gunicorn.socket")),
         )
-        environ[SIGNAL_KEY] = signal
-        environ[COMPLETION_KEY] = completion
+        # One object under both keys: the completion is the request's signal.
+        environ[SIGNAL_KEY] = environ[COMPLETION_KEY] = completion
+        content_length = get("CONTENT_LENGTH")
+        if content_length:
+            try:
+                length = int(content_length)
+            except ValueError:
+                length = 0
+            if length > 0 and "wsgi.input" in environ:
+                environ["wsgi.input"] = DisconnectAwareInput(environ["wsgi.input"], length, completion)
+        exchange = _Exchange(start_response, completion)
         try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if length > 0 and "wsgi.input" in environ:
-            environ["wsgi.input"] = DisconnectAwareInput(environ["wsgi.input"], length, signal)
-
-        def recording_start_response(status: str, headers: Any, exc_info: Any = None) -> Any:
-            completion.status_code = int(status[:3])
-            signal.response_started = True
-            return start_response(status, headers, exc_info)
-
-        try:
-            result = self.application(environ, recording_start_response)
+            result = self.application(environ, exchange)
         except Exception:
             if completion.status_code is None:
                 completion.status_code = 500
             completion.finish()
             raise
-        file_wrapper = environ.get("wsgi.file_wrapper")
+        file_wrapper = get("wsgi.file_wrapper")
         if file_wrapper is not None and isinstance(file_wrapper, type) and isinstance(result, file_wrapper):
             # Keep the server's sendfile path: hook close() instead of re-wrapping.
             return _hook_close(result, completion)
-        return _Response(result, completion)
+        exchange._result = result
+        return exchange
 
 
 def _hook_close(result: Any, completion: Completion) -> Iterable[bytes]:

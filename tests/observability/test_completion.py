@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from nr_llm.observability import ClientDisconnected, DisconnectSignal, Phase
+from nr_llm.observability import ClientDisconnected, Phase
 from nr_llm.observability.completion import Completion, access_level
 from nr_llm.observability.ids import request_id_from, trace_id_from
 
@@ -17,16 +17,14 @@ TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
 def completion(status: int | None, *, aborted_in: Phase | None = None, **headers: str) -> Completion:
-    signal = DisconnectSignal()
-    if aborted_in is not None:
-        signal.abort(ClientDisconnected("gone"), aborted_in)
     done = Completion(
         method="GET",
         path="/x/",
         request_id_header=headers.get("rid"),
         traceparent=headers.get("traceparent"),
-        signal=signal,
     )
+    if aborted_in is not None:
+        done.abort(ClientDisconnected("gone"), aborted_in)
     done.status_code = status
     done.route = "x/"
     return done
