@@ -10,7 +10,9 @@ Gunicorn servers (sync worker, one process each) run side by side on OS-chosen p
 - ``emit``: as ``installed``, and the access record and RequestEvent built and handed to
   logging on every request (BoundedQueueHandler in front of a NullHandler: the sink
   itself costs nothing);
-- ``full``: as ``emit``, both written as JSON lines to a file (the sink's cost included).
+- ``full``: as ``emit``, both written as JSON lines to a file (the sink's cost included);
+- ``two-records``: the peer for emission: plain Django plus two bare stdlib records per
+  request handed to a ``NullHandler`` (``bench/peer_records.py``), no nr_llm at all.
 
 Rounds alternate the order of the servers so drift on a shared machine hits all of them;
 each figure is the median per-round ratio to ``bare``. Throughput on a shared 2-core
@@ -39,7 +41,7 @@ from tests.peers import running
 
 REQUEST = b"GET /ok/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
 CPU = b"GET /cpu/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-VARIANTS = ["bare", "gunicorn-log", "installed", "emit", "full"]
+VARIANTS = ["bare", "gunicorn-log", "two-records", "installed", "emit", "full"]
 
 
 @contextlib.contextmanager

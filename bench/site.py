@@ -8,7 +8,9 @@ request completion. ``BENCH_MODE``:
 - ``emit``: as ``installed``, and both records built and handed to logging on every
   request: ``BoundedQueueHandler`` in front of a ``NullHandler``, so the request pays for
   building and queueing the records and the sink costs nothing;
-- ``full``: as ``emit``, written as JSON lines to a file (the sink's own cost included).
+- ``full``: as ``emit``, written as JSON lines to a file (the sink's own cost included);
+- ``two-records``: the peer for emission: plain Django plus two bare stdlib records per
+  request to a ``NullHandler`` (``bench/peer_records.py``), no nr_llm at all.
 """
 
 import os
@@ -33,6 +35,8 @@ NR_LLM_REQUEST_EVENTS = {"include_cancelled": True}
 
 if not WRAPPED:
     MIDDLEWARE = [entry for entry in MIDDLEWARE if not entry.startswith("nr_llm.")]
+if MODE == "two-records":
+    MIDDLEWARE = [*MIDDLEWARE, "bench.peer_records.TwoRecordsMiddleware"]
 
 _target = (
     {"class": "logging.FileHandler", "filename": os.environ.get("BENCH_LOG", os.devnull)}
@@ -48,13 +52,13 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"jsonl": {"()": "nr_llm.observability.json_lines.JsonLinesFormatter"}},
-    "handlers": {"sink": _sink} if LISTENED else {},
+    "handlers": {"null": {"class": "logging.NullHandler"}, **({"sink": _sink} if LISTENED else {})},
     "loggers": {
         "nr_llm.access": {"handlers": ["sink"], "level": "INFO", "propagate": False},
         "nr_llm.requests": {"handlers": ["sink"], "level": "INFO", "propagate": False},
     }
     if LISTENED
-    else {},
+    else {"bench.peer": {"handlers": ["null"], "level": "INFO", "propagate": False}},
 }
 
 

@@ -1,4 +1,4 @@
-"""The benchmark's WSGI application: wrapped in every ``BENCH_MODE`` but bare."""
+"""The benchmark's WSGI application: wrapped where ``BENCH_MODE`` installs nr_llm."""
 
 import os
 
@@ -9,4 +9,6 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 from nr_llm.observability.wsgi import DisconnectAwareWSGI  # noqa: E402
 
 _django = get_wsgi_application()
-application = _django if os.environ.get("BENCH_MODE", "bare") == "bare" else DisconnectAwareWSGI(_django)
+from bench.site import WRAPPED  # noqa: E402
+
+application = DisconnectAwareWSGI(_django) if WRAPPED else _django
