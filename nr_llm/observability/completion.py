@@ -85,7 +85,12 @@ class Completion(DisconnectSignal):
         traceparent: str | None = None,
         probe: Callable[[], BaseException | None] | None = None,
     ) -> None:
-        super().__init__(probe)
+        # DisconnectSignal.__init__'s four fields, set here rather than through a
+        # super() call: this runs on every request of the site.
+        self._reason: BaseException | None = None
+        self._phase: Phase | None = None
+        self._probe = probe
+        self.response_started = False
         self._started_ns = time.monotonic_ns()
         self.method = method
         self.path = path
@@ -105,6 +110,10 @@ class Completion(DisconnectSignal):
     @property
     def finished(self) -> bool:
         return self._finished
+
+    def age_ns(self) -> int:
+        """Nanoseconds since the request was opened (monotonic)."""
+        return time.monotonic_ns() - self._started_ns
 
     def final_status(self) -> int:
         """The status to record: what was sent, or 499 if the client left before that.

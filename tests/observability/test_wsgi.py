@@ -122,3 +122,21 @@ def test_a_disconnect_raised_while_streaming_ends_the_response_quietly(site, log
     assert access.levelname == "INFO"
     assert (access.nr_llm_access["status"], access.nr_llm_access["phase"]) == (200, "response")
     assert logs.named("django") == [] and signals_sent == []
+
+
+@pytest.mark.parametrize(("probe_after_ns", "status"), [(10**12, "200 OK"), (0, "499 Client Closed Request")])
+def test_the_closing_liveness_check_runs_only_after_a_view_that_took_a_while(
+    site, logs, monkeypatch, probe_after_ns, status
+):
+    """The client has closed its socket while the view ran. A request younger than
+    PROBE_AFTER_NS is not asked about (no system call on a sub-millisecond request) and keeps
+    its 200; one past it is asked and completes as 499. The threshold is moved instead of
+    waiting: no real time passes."""
+    monkeypatch.setattr("nr_llm.observability.middleware.PROBE_AFTER_NS", probe_after_ns)
+    server, client = socket.socketpair()
+    with server, client:
+        client.close()
+        seen, _ = wsgi_call(wrapped_wsgi(), "GET", "/ok/", extra={"gunicorn.socket": server})  # type: ignore[dict-item]
+    assert seen == status
+    (access,) = logs.named("nr_llm.access")
+    assert access.nr_llm_access["status"] == int(status[:3])
