@@ -14,6 +14,7 @@ exception is handled as before and its request still completes through ``_close`
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,7 +26,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from .body import BodyRejected
 from .classify import is_client_disconnect
 from .completion import COMPLETION_KEY, Completion
-from .signal import Phase, signal_for, wrapper_state
+from .signal import ClientDisconnected, Phase, signal_for, wrapper_state
 from .status import CLIENT_CLOSED_REASON, CLIENT_CLOSED_REQUEST
 
 logger = logging.getLogger(__name__)
@@ -95,8 +96,16 @@ class RequestCompletionMiddleware:
             # As Django's async converter does: the 500 handler may touch the database.
             convert = sync_to_async(response_for_exception, thread_sensitive=False)
             response = handled or await convert(request, exc)
-        # CancelledError (Django cancels the view when the client leaves) is not caught:
-        # cancellation must propagate; the ASGI wrapper records the completion.
+        except asyncio.CancelledError:
+            # Django cancels the view's task when the client disconnects. Cancellation
+            # must propagate; the ASGI wrapper, when there is one, records the completion.
+            # Without one nobody else will: record it here, as the disconnect it is.
+            if owned:
+                completion.abort(
+                    ClientDisconnected("the request was cancelled (the client left)"), Phase.HANDLER
+                )
+                completion.finish()
+            raise
         return _close(request, completion, owned, response)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponseBase | None:

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 from django.core.handlers.asgi import ASGIHandler
 
 from nr_llm.observability.asgi import DisconnectAwareASGI
@@ -38,7 +39,11 @@ def scope(method: str, path: str, length: int = 0) -> dict[str, Any]:
 
 
 def run(
-    app_scope: dict[str, Any], messages: list[dict[str, Any]], *, disconnect_after: str | None = None
+    app_scope: dict[str, Any],
+    messages: list[dict[str, Any]],
+    *,
+    disconnect_after: str | None = None,
+    wrapped: bool = True,
 ) -> list[dict[str, Any]]:
     """Serve one request: ``messages`` are received in order, then ``http.disconnect`` once
     ``disconnect_after`` ("start": the response started; "end": it completed; None: 0.2 s
@@ -71,7 +76,7 @@ def run(
                 elif disconnect_after == "start":
                     await disconnected.wait()  # the client leaves mid-response
 
-        app = DisconnectAwareASGI(ASGIHandler())
+        app = DisconnectAwareASGI(ASGIHandler()) if wrapped else ASGIHandler()
         await asyncio.wait_for(app(app_scope, receive, send), timeout=20)
 
     asyncio.run(main())
@@ -103,6 +108,30 @@ def test_disconnect_during_an_async_view_cancels_it_and_completes_as_499(site, l
     assert (access.levelname, access.nr_llm_access["status"]) == ("INFO", 499)
     assert access.nr_llm_access["phase"] == "handler"
     assert logs.named("django") == [] and signals_sent == []
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["wrapper", "middleware-only"])
+def test_a_cancelled_async_view_is_one_cancellation_event_with_its_route(site, logs, settings, wrapped):
+    """Opted in, the cancelled view is exactly one cancellation row naming its route. Without
+    the ASGI wrapper the middleware records it itself (Django cancelling the view's task is
+    its answer to http.disconnect), so a site that skipped the wrapper still sees it."""
+    settings.NR_LLM_REQUEST_EVENTS = {"include_cancelled": True}
+    urls.CANCELLED_VIEWS.clear()
+    run(scope("GET", "/waits-forever/"), [{"type": "http.request", "body": b""}], wrapped=wrapped)
+    assert urls.CANCELLED_VIEWS == ["/waits-forever/"]
+    (access,) = logs.named("nr_llm.access")
+    assert (access.levelname, access.nr_llm_access["status"], access.nr_llm_access["phase"]) == (
+        "INFO",
+        499,
+        "handler",
+    )
+    (event,) = [r.nr_llm_event.as_dict() for r in logs.named("nr_llm.requests")]
+    assert (event["outcome"], event["status_code"], event["ok"], event["route"]) == (
+        "cancelled",
+        499,
+        False,
+        "waits-forever/",
+    )
 
 
 def test_disconnect_after_the_response_started_keeps_the_status(site, logs):
