@@ -86,14 +86,16 @@ class BoundedQueueHandler(logging.Handler):
 
     def handle(self, record: logging.LogRecord) -> bool:
         # No handler lock: deque.append is atomic, and taking a lock per record is what
-        # this handler exists to avoid.
-        if not self.filter(record):
+        # this handler exists to avoid. No filter call when there are no filters: this
+        # runs for every record of every request.
+        if self.filters and not self.filter(record):
             return False
         self.emit(record)
         return True
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._ensure_thread()
+        if self._thread_pid != _pid:
+            self._ensure_thread()
         if len(self._buffer) >= self.maxsize:
             with self._drop_lock:
                 self._dropped += 1
