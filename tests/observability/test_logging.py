@@ -95,3 +95,18 @@ def test_a_record_that_cannot_be_formatted_never_raises_into_the_caller():
     finally:
         handler.close()
     assert gate.records == ["after"]
+
+
+def test_a_filter_on_the_queue_handler_still_decides():
+    """The handler skips the filter call only when it has no filters: one it has is applied
+    before queueing, and what it rejects never reaches the sink."""
+    gate = Gate()
+    gate.open.set()
+    handler = BoundedQueueHandler(gate)
+    handler.addFilter(lambda candidate: "keep" in candidate.getMessage())
+    try:
+        assert handler.handle(record("keep me")) is True
+        assert handler.handle(record("drop me")) is False
+    finally:
+        handler.close()
+    assert gate.records == ["keep me"]
