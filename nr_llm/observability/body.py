@@ -35,6 +35,8 @@ def read_json(request: HttpRequest, *, max_bytes: int) -> Any:
             length = int(declared)
         except ValueError:
             raise BodyRejected("Content-Length is not a number.", 400) from None
+        if length < 0:
+            raise BodyRejected("Content-Length is negative.", 400)
         if length > max_bytes:
             raise BodyRejected(f"The body is larger than {max_bytes} bytes.", 413)
     signal = signal_for(request)

@@ -41,8 +41,11 @@ class DisconnectAwareInput:
             else "the client reset the connection during the request body"
         )
         error.__cause__ = cause
-        self._signal.abort(error, Phase.REQUEST_BODY)
-        self._signal.raise_reason()
+        # A body read once the response has started (a streaming response reading as it
+        # goes) is a disconnect after the status was sent: it keeps that status.
+        signal = self._signal
+        signal.abort(error, Phase.RESPONSE if signal.response_started else Phase.REQUEST_BODY)
+        signal.raise_reason()
 
     def _allowance(self, size: int | None) -> int:
         """Bytes this call may read; raises the reason when the client is already gone."""

@@ -33,6 +33,19 @@ def test_content_length_over_the_limit_is_413_before_reading():
     assert request._read_started is False  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [("-5", "Content-Length is negative."), ("ten", "Content-Length is not a number.")],
+)
+def test_a_declared_length_that_is_not_a_length_is_400_saying_so(declared, message):
+    """A negative or non-numeric Content-Length is named as such, not reported as bad JSON."""
+    request = post(b"{}")
+    request.META["CONTENT_LENGTH"] = declared
+    with pytest.raises(BodyRejected) as info:
+        read_json(request, max_bytes=100)
+    assert (info.value.status_code, str(info.value)) == (400, message)
+
+
 def test_bytes_over_the_limit_are_413_even_without_a_declared_length():
     """A body already read by someone else and longer than the limit is refused too."""
     request = post(b'"' + b"x" * 100 + b'"')

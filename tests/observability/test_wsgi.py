@@ -140,3 +140,12 @@ def test_the_closing_liveness_check_runs_only_after_a_view_that_took_a_while(
     assert seen == status
     (access,) = logs.named("nr_llm.access")
     assert access.nr_llm_access["status"] == int(status[:3])
+
+
+def test_a_body_read_after_the_response_started_keeps_the_status_with_phase_response(site, logs):
+    """A streaming response that reads the (truncated) body after its first chunk: the
+    disconnect happened after the status was sent, so the record keeps 200, phase response."""
+    status, content = wsgi_call(wrapped_wsgi(), "POST", "/streams-then-reads/", body=b"{", length=100)
+    assert (status, content) == ("200 OK", b"first chunk ")
+    (access,) = logs.named("nr_llm.access")
+    assert (access.nr_llm_access["status"], access.nr_llm_access["phase"]) == (200, "response")

@@ -101,6 +101,16 @@ def streams_until_the_client_leaves(request):
     return StreamingHttpResponse(chunks())
 
 
+def streams_then_reads_the_body(request):
+    """A streaming response that reads the request body after its first chunk."""
+
+    def chunks():
+        yield b"first chunk "
+        yield request.read()
+
+    return StreamingHttpResponse(chunks())
+
+
 urlpatterns = [
     # JSON endpoints are CSRF-exempt, as an API would be; /form/ keeps CSRF on.
     path("reason/", csrf_exempt(reason)),
@@ -113,6 +123,7 @@ urlpatterns = [
     path("process-view/", csrf_exempt(process_view_target)),
     path("waits-forever/", csrf_exempt(waits_forever)),
     path("streams/", streams),
+    path("streams-then-reads/", csrf_exempt(streams_then_reads_the_body)),
     path("streams-async/", streams_async),
     path("streams-until-gone/", streams_until_the_client_leaves),
     path("form/", ok),
