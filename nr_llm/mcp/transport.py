@@ -225,7 +225,10 @@ class Transport:
                 http.client.HTTPException,
                 OSError,
             ) as exc:
-                raise self._failure(exc, watchdog.fired, wall_seconds) from exc
+                # Not chained: the library's exception quotes the URL, and a logged
+                # traceback would show a secret in its query string. Its type is named
+                # in the message instead.
+                raise self._failure(exc, watchdog.fired, wall_seconds) from None
         latency_ms = (self._clock.monotonic_ns() - started) // 1_000_000
         issued = response.headers.get("Mcp-Session-Id")
         if issued is not None and not _VISIBLE_ASCII.fullmatch(issued):

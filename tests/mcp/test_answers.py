@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import traceback
 
 import pytest
 import responses
@@ -186,3 +187,5 @@ def test_an_unreachable_server_is_unreachable_without_leaking_the_url_query(cloc
         McpClient(allow_private_networks=True, clock=clock).call_tool(endpoint, "echo")
     assert caught.value.kind == "unreachable"
     assert "SECRET123" not in str(caught.value) and "SECRET123" not in repr(caught.value)
+    # Nor in the traceback a logger.exception() would print (causes and contexts included).
+    assert "SECRET123" not in "".join(traceback.format_exception(caught.value))
