@@ -17,10 +17,12 @@ Gunicorn servers (sync worker, one process each) run side by side on OS-chosen p
 Rounds alternate the order of the servers so drift on a shared machine hits all of them;
 each figure is the median per-round ratio to ``bare``. Throughput on a shared 2-core
 machine is noisy, so each round also reads the worker's own CPU time (``/cpu/``, all its
-threads) before and after: CPU microseconds per request is the steadier figure.
+threads) before and after: CPU microseconds per request is the steadier figure. With two
+CPUs or more, the servers are pinned to one and the clients to another (``--no-pin`` to
+leave placement to the scheduler).
 Target: at most 3 % loss for the wrappers, middleware and event emission.
 
-    .venv/bin/python -m bench.request_overhead [--rounds 7] [--seconds 3] [--clients 2]
+    .venv/bin/python -m bench.request_overhead [--rounds 7] [--seconds 3] [--clients 2] [--no-pin]
 """
 
 from __future__ import annotations
@@ -113,6 +115,18 @@ def measure(port: int, seconds: float, clients: int) -> tuple[float, float, int]
     return sum(done) / elapsed, cpu_used / sum(done) * 1e6, sum(done) + 2
 
 
+def pin_plan() -> tuple[int, int] | None:
+    """(server CPU, client CPU) when there are two to spare, else None.
+
+    Only one server is busy at a time; on a shared CPU the scheduler moves the worker and
+    the clients around each other, and that noise is of the size of the effect measured.
+    """
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    return (cpus[-1], cpus[0]) if len(cpus) >= 2 else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -120,11 +134,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument(
+        "--no-pin", action="store_true", help="let the scheduler place servers and clients anywhere"
+    )
     args = parser.parse_args()
+    pinned = None if args.no_pin else pin_plan()
     rows: list[dict[str, tuple[float, float, int]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         with contextlib.ExitStack() as stack:
+            if pinned is not None:
+                # Children inherit the mask at fork: every server runs on its own CPU...
+                os.sched_setaffinity(0, {pinned[0]})
             ports = {variant: stack.enter_context(server(variant, tmp)) for variant in VARIANTS}
+            if pinned is not None:
+                # ...and the clients on another, so neither preempts the other.
+                os.sched_setaffinity(0, {pinned[1]})
             # Warm up: imports, URL resolver, first requests.
             warm = {variant: measure(port, 1.0, args.clients) for variant, port in ports.items()}
             for number in range(args.rounds):
@@ -136,8 +160,10 @@ def main() -> None:
         # After the servers stopped: the queue handler delivers the rest when it closes.
         jsonl = Path(tmp, "events.jsonl")
         lines = len(jsonl.read_bytes().splitlines()) if jsonl.exists() else 0
+    placement = f"servers on CPU {pinned[0]}, clients on CPU {pinned[1]}" if pinned else "not pinned"
     print(
-        f"gunicorn sync, 1 worker per server, {args.clients} clients, {args.seconds:g} s per server per round"
+        f"gunicorn sync, 1 worker per server, {args.clients} clients, {args.seconds:g} s per server"
+        f" per round, {placement}"
     )
     print(" | ".join(["round"] + [f"{variant:>19}" for variant in VARIANTS]))
     print(" | ".join(["     "] + [f"{'req/s  cpu us/req':>19}" for _ in VARIANTS]))
