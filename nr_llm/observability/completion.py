@@ -62,6 +62,7 @@ class Completion(DisconnectSignal):
     """Per-request state: the disconnect signal plus what the completion reports, once."""
 
     __slots__ = (
+        "_client_socket",
         "_finished",
         "_request_id_header",
         "_started_ns",
@@ -84,12 +85,16 @@ class Completion(DisconnectSignal):
         request_id_header: str | None = None,
         traceparent: str | None = None,
         probe: Callable[[], BaseException | None] | None = None,
+        client_socket: object = None,
     ) -> None:
         # DisconnectSignal.__init__'s four fields, set here rather than through a
         # super() call: this runs on every request of the site.
         self._reason: BaseException | None = None
         self._phase: Phase | None = None
         self._probe = probe
+        # The server's client socket (WSGI): a probe is made from it only when someone asks
+        # (check()), which most requests never do.
+        self._client_socket = client_socket
         self.response_started = False
         self._started_ns = time.monotonic_ns()
         self.method = method
@@ -110,6 +115,16 @@ class Completion(DisconnectSignal):
     @property
     def finished(self) -> bool:
         return self._finished
+
+    def check(self) -> bool:
+        if self._client_socket is not None:
+            if self._probe is None:
+                # Imported here: wsgi.py imports this module.
+                from .wsgi import socket_probe
+
+                self._probe = socket_probe(self._client_socket)
+            self._client_socket = None
+        return super().check()
 
     def age_ns(self) -> int:
         """Nanoseconds since the request was opened (monotonic)."""
@@ -133,18 +148,22 @@ class Completion(DisconnectSignal):
             if self._finished:
                 return
             self._finished = True
-        elapsed_ns = time.monotonic_ns() - self._started_ns
         request, self.request = self.request, None  # the request holds us: break the cycle
         status = self.final_status()
         level = access_level(status)
         # Nothing is built for a logger no handler listens to (a trivial request's
-        # records are a measurable share of its CPU).
-        access = wanted(access_logger, level)
-        event = wanted(events_logger, logging.INFO) and self._event_wanted(status)
+        # records are a measurable share of its CPU); the level test first, inline: in a
+        # site that routes neither logger, it is all that runs.
+        access = access_logger.isEnabledFor(level) and wanted(access_logger, level)
+        event = (
+            events_logger.isEnabledFor(logging.INFO)
+            and wanted(events_logger, logging.INFO)
+            and self._event_wanted(status)
+        )
         if not (access or event):
             return
         # Nearest microsecond, as round(ms, 3) would give, without round()'s decimal work.
-        duration_ms = (elapsed_ns + 500) // 1000 / 1000
+        duration_ms = (time.monotonic_ns() - self._started_ns + 500) // 1000 / 1000
         request_id = request_id_from(self._request_id_header)
         if access:
             self._log_access(status, level, duration_ms, request_id)

@@ -189,7 +189,7 @@ class DisconnectAwareWSGI:
             path=path,
             request_id_header=get("HTTP_X_REQUEST_ID"),
             traceparent=get("HTTP_TRACEPARENT"),
-            probe=socket_probe(get("gunicorn.socket")),
+            client_socket=get("gunicorn.socket"),
         )
         # One object under both keys: the completion is the request's signal.
         environ[SIGNAL_KEY] = environ[COMPLETION_KEY] = completion
