@@ -149,8 +149,12 @@ class Completion(DisconnectSignal):
                 return
             self._finished = True
         request, self.request = self.request, None  # the request holds us: break the cycle
-        status = self.final_status()
-        level = access_level(status)
+        status = self.status_code
+        if self._reason is None and status is not None and status < 400:
+            level = logging.INFO  # the common case, without two more calls
+        else:
+            status = self.final_status()
+            level = access_level(status)
         # Nothing is built for a logger no handler listens to (a trivial request's
         # records are a measurable share of its CPU); the level test first, inline: in a
         # site that routes neither logger, it is all that runs.
