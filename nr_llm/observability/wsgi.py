@@ -209,9 +209,10 @@ class DisconnectAwareWSGI:
                 completion.status_code = 500
             completion.finish()
             raise
-        file_wrapper = get("wsgi.file_wrapper")
-        if file_wrapper is not None and isinstance(file_wrapper, type) and isinstance(result, file_wrapper):
-            # Keep the server's sendfile path: hook close() instead of re-wrapping.
+        if type(result) is get("wsgi.file_wrapper"):
+            # Keep the server's sendfile path: hook close() instead of re-wrapping. Django
+            # builds the server's own file_wrapper, so the exact type is the test (and a
+            # file_wrapper that is not a class never matches).
             return _hook_close(result, completion)
         exchange._result = result
         return exchange

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import socket
+from wsgiref.util import FileWrapper
 
 import pytest
 
@@ -149,3 +150,30 @@ def test_a_body_read_after_the_response_started_keeps_the_status_with_phase_resp
     assert (status, content) == ("200 OK", b"first chunk ")
     (access,) = logs.named("nr_llm.access")
     assert (access.nr_llm_access["status"], access.nr_llm_access["phase"]) == (200, "response")
+
+
+def test_a_file_response_keeps_the_servers_file_wrapper_and_completes_on_close(site, logs):
+    """Django hands a FileResponse to the server's wsgi.file_wrapper (its sendfile path): the
+    wrapper returns that object itself, not an iterator around it, and the request completes
+    when the server closes it, once."""
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/file/",
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": "",
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "testserver",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.file_wrapper": FileWrapper,
+    }
+    statuses: list[str] = []
+    result = wrapped_wsgi()(environ, lambda status, headers, exc_info=None: statuses.append(status))
+    assert type(result) is FileWrapper
+    assert b"".join(result) == b"file body"
+    assert logs.named("nr_llm.access") == []  # not before the server closes it
+    result.close()
+    (access,) = logs.named("nr_llm.access")
+    assert (statuses, access.nr_llm_access["status"]) == (["200 OK"], 200)

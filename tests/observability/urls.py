@@ -3,8 +3,9 @@
 import asyncio
 import contextlib
 import errno
+import io
 
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.template.response import SimpleTemplateResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
@@ -101,6 +102,10 @@ def streams_until_the_client_leaves(request):
     return StreamingHttpResponse(chunks())
 
 
+def file(request):
+    return FileResponse(io.BytesIO(b"file body"))
+
+
 def streams_then_reads_the_body(request):
     """A streaming response that reads the request body after its first chunk."""
 
@@ -123,6 +128,7 @@ urlpatterns = [
     path("process-view/", csrf_exempt(process_view_target)),
     path("waits-forever/", csrf_exempt(waits_forever)),
     path("streams/", streams),
+    path("file/", file),
     path("streams-then-reads/", csrf_exempt(streams_then_reads_the_body)),
     path("streams-async/", streams_async),
     path("streams-until-gone/", streams_until_the_client_leaves),
