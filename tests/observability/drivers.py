@@ -38,6 +38,22 @@ class Capture(logging.Handler):
         return [r for r in self.records if r.name == name or r.name.startswith(name + ".")]
 
 
+def wsgi_environ(method: str, path: str) -> dict[str, object]:
+    """The keys every WSGI server sets, for a request without a body."""
+    return {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": "",
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "testserver",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""),
+    }
+
+
 def wsgi_call(
     app: DisconnectAwareWSGI,
     method: str,
@@ -52,15 +68,7 @@ def wsgi_call(
 ) -> tuple[str, bytes]:
     """Call the wrapped handler as a WSGI server would and return (status, body)."""
     environ = {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "SCRIPT_NAME": "",
-        "QUERY_STRING": "",
-        "SERVER_NAME": "testserver",
-        "SERVER_PORT": "80",
-        "HTTP_HOST": "testserver",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "wsgi.url_scheme": "http",
+        **wsgi_environ(method, path),
         "wsgi.input": stream if stream is not None else io.BytesIO(body),
         "CONTENT_LENGTH": str(len(body) if length is None else length),
         "CONTENT_TYPE": content_type,

@@ -12,7 +12,7 @@ import pytest
 from nr_llm.observability import ClientDisconnected, DisconnectSignal, Phase
 from nr_llm.observability.wsgi import DisconnectAwareInput, socket_probe
 
-from .drivers import ResettingStream, wrapped_wsgi, wsgi_call
+from .drivers import ResettingStream, wrapped_wsgi, wsgi_call, wsgi_environ
 
 
 class Trickle(io.BytesIO):
@@ -156,19 +156,7 @@ def test_a_file_response_keeps_the_servers_file_wrapper_and_completes_on_close(s
     """Django hands a FileResponse to the server's wsgi.file_wrapper (its sendfile path): the
     wrapper returns that object itself, not an iterator around it, and the request completes
     when the server closes it, once."""
-    environ = {
-        "REQUEST_METHOD": "GET",
-        "PATH_INFO": "/file/",
-        "SCRIPT_NAME": "",
-        "QUERY_STRING": "",
-        "SERVER_NAME": "testserver",
-        "SERVER_PORT": "80",
-        "HTTP_HOST": "testserver",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(b""),
-        "wsgi.file_wrapper": FileWrapper,
-    }
+    environ = {**wsgi_environ("GET", "/file/"), "wsgi.file_wrapper": FileWrapper}
     statuses: list[str] = []
     result = wrapped_wsgi()(environ, lambda status, headers, exc_info=None: statuses.append(status))
     assert type(result) is FileWrapper
