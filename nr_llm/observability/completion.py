@@ -26,6 +26,7 @@ from ..conf import conf
 from .events import CANCELLED, RequestEvent, emit, send, wanted
 from .events import logger as events_logger
 from .ids import request_id_from, trace_id_from
+from .liveness import socket_probe
 from .signal import DisconnectSignal, Phase
 from .status import CLIENT_CLOSED_REQUEST
 
@@ -119,9 +120,6 @@ class Completion(DisconnectSignal):
     def check(self) -> bool:
         if self._client_socket is not None:
             if self._probe is None:
-                # Imported here: wsgi.py imports this module.
-                from .wsgi import socket_probe
-
                 self._probe = socket_probe(self._client_socket)
             self._client_socket = None
         return super().check()

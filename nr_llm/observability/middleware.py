@@ -143,10 +143,7 @@ def _completion_of(request: HttpRequest) -> Completion | None:
 
 def _open(request: HttpRequest) -> tuple[Completion, bool]:
     """The wrapper's completion, or one this middleware owns when no wrapper runs."""
-    # request.META first, inline: under WSGI that is where it is, on every request.
-    completion = request.META.get(COMPLETION_KEY)
-    if not isinstance(completion, Completion):
-        completion = _completion_of(request)
+    completion = _completion_of(request)
     if completion is not None:
         completion.request = request
         return completion, False

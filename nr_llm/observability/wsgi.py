@@ -13,9 +13,6 @@
 
 from __future__ import annotations
 
-import select
-import socket
-import ssl
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn
 
@@ -90,35 +87,6 @@ class DisconnectAwareInput:
     def __iter__(self) -> Iterator[bytes]:
         while line := self.readline():
             yield line
-
-
-def socket_probe(sock: object) -> Callable[[], BaseException | None] | None:
-    """A liveness check for a plain TCP client socket, or None where none is possible."""
-    # The exact type first: it is what gunicorn hands over, and the cheapest test.
-    if type(sock) is not socket.socket and (
-        not isinstance(sock, socket.socket) or isinstance(sock, ssl.SSLSocket)
-    ):
-        return None
-
-    def probe() -> BaseException | None:
-        try:
-            poller = select.poll()
-            poller.register(sock, select.POLLIN)
-            if not poller.poll(0):
-                return None  # nothing to read: the client is waiting for us
-            # Readable: either a pipelined request (alive) or EOF/reset (gone).
-            data = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return None
-        except ConnectionError as exc:
-            error = ClientDisconnected("the client reset the connection")
-            error.__cause__ = exc
-            return error
-        except (OSError, ValueError):
-            return None  # a socket we cannot judge is treated as alive
-        return ClientDisconnected("the client closed the connection") if data == b"" else None
-
-    return probe
 
 
 class _Exchange:

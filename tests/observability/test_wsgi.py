@@ -10,7 +10,8 @@ from wsgiref.util import FileWrapper
 import pytest
 
 from nr_llm.observability import ClientDisconnected, DisconnectSignal, Phase
-from nr_llm.observability.wsgi import DisconnectAwareInput, socket_probe
+from nr_llm.observability.liveness import socket_probe
+from nr_llm.observability.wsgi import DisconnectAwareInput
 
 from .drivers import ResettingStream, wrapped_wsgi, wsgi_call, wsgi_environ
 
