@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils.functional import empty
 
 from ..conf import conf
-from .events import CANCELLED, RequestEvent, emit, send, wanted
+from .events import CANCELLED, RequestEvent, emit, has_receiver, send
 from .events import logger as events_logger
 from .ids import request_id_from, trace_id_from
 from .liveness import socket_probe
@@ -156,10 +156,10 @@ class Completion(DisconnectSignal):
         # Nothing is built for a logger no handler listens to (a trivial request's
         # records are a measurable share of its CPU); the level test first, inline: in a
         # site that routes neither logger, it is all that runs.
-        access = access_logger.isEnabledFor(level) and wanted(access_logger, level)
+        access = access_logger.isEnabledFor(level) and has_receiver(access_logger, level)
         event = (
             events_logger.isEnabledFor(logging.INFO)
-            and wanted(events_logger, logging.INFO)
+            and has_receiver(events_logger, logging.INFO)
             and self._event_wanted(status)
         )
         if not (access or event):

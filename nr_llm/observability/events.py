@@ -59,13 +59,12 @@ class RequestEvent:
         return row
 
 
-def wanted(target: logging.Logger, level: int) -> bool:
-    """Whether a record at ``level`` would reach any handler (lastResort included).
+def has_receiver(target: logging.Logger, level: int) -> bool:
+    """Whether a record at ``level`` that ``target`` lets through (the caller has tested
+    ``isEnabledFor``) would reach any handler, lastResort included.
 
     Building a LogRecord nobody receives is a measurable share of a trivial request.
     """
-    if not target.isEnabledFor(level):
-        return False
     if target.hasHandlers():
         return True
     return logging.lastResort is not None and level >= logging.lastResort.level
