@@ -15,6 +15,15 @@ Exception tree::
                too_large            a body over the size cap
                missing_credential   a configured credential could not be resolved
                session_expired      the server forgot the session (404 with a session id)
+        ChallengeError          kind = status: a 401/403 with its WWW-Authenticate
+                                challenge parsed (error, scopes, resource_metadata)
+        AuthorizationError      carries ``reason`` and ``scopes``
+            kind = authorization_required  a person must (re)authorize: no grant yet,
+                                           refresh refused, more scopes needed, the
+                                           authorization server changed, attempts spent
+                   authorization_failed    an OAuth exchange went wrong: metadata that
+                                           does not fit, an issuer or state mismatch,
+                                           an authorization server's error answer
 
 Configuration errors are not in this tree: they are Django's ``ImproperlyConfigured``
 and system checks. The message always names the server's identifier and never a
@@ -23,7 +32,7 @@ credential.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 ErrorKind = Literal[
     "deadline_exhausted",
@@ -38,6 +47,8 @@ ErrorKind = Literal[
     "too_large",
     "missing_credential",
     "session_expired",
+    "authorization_required",
+    "authorization_failed",
 ]
 
 
@@ -53,3 +64,97 @@ class McpTransportError(Exception):
 
     def __repr__(self) -> str:
         return f"McpTransportError(kind={self.kind!r}, server={self.server!r}, message={str(self)!r})"
+
+
+class ChallengeError(McpTransportError):
+    """A 401 or 403 from the MCP server, with what its ``WWW-Authenticate`` asked for.
+
+    Remains kind ``status`` so that a server with a static credential fails as before;
+    the OAuth token source reads the challenge to refresh, step up or discover.
+    """
+
+    def __init__(
+        self,
+        server: str,
+        message: str,
+        *,
+        status: int,
+        error: str | None = None,
+        scopes: tuple[str, ...] | None = None,
+        resource_metadata: str | None = None,
+    ) -> None:
+        super().__init__("status", server, message)
+        self.status = status
+        self.error = error
+        # None: the challenge named no scope (not the same as an empty scope list).
+        self.scopes = scopes
+        self.resource_metadata = resource_metadata
+
+    def __reduce__(self) -> Any:
+        return (
+            _rebuild_challenge,
+            (self.server, str(self), self.status, self.error, self.scopes, self.resource_metadata),
+        )
+
+
+def _rebuild_challenge(
+    server: str,
+    message: str,
+    status: int,
+    error: str | None,
+    scopes: tuple[str, ...] | None,
+    resource_metadata: str | None,
+) -> ChallengeError:
+    return ChallengeError(
+        server, message, status=status, error=error, scopes=scopes, resource_metadata=resource_metadata
+    )
+
+
+AuthorizationReason = Literal[
+    # authorization_required
+    "not_authorized",  # no grant is stored for this server
+    "refresh_refused",  # the authorization server refused the refresh token
+    "insufficient_scope",  # the server asks for scopes beyond the grant (step-up)
+    "server_changed",  # a challenge names another authorization server than the pinned one
+    "attempts_exhausted",  # three authorizations in one operation did not satisfy the server
+    # authorization_failed
+    "discovery",  # no usable protected-resource or authorization-server metadata
+    "resource_mismatch",  # the metadata's resource does not cover the MCP URL
+    "issuer_mismatch",  # metadata (or a callback's iss) names another issuer
+    "state_mismatch",  # a callback's state is not the one this authorization sent
+    "registration",  # dynamic client registration failed
+    "token_error",  # the token endpoint refused a code or client credentials
+    "unsupported",  # the authorization server cannot do what the configuration asks
+]
+
+
+class AuthorizationError(McpTransportError):
+    """An OAuth problem: ``reason`` says which, ``scopes`` what an operator must grant."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        server: str,
+        message: str,
+        *,
+        reason: AuthorizationReason,
+        scopes: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(kind, server, message)
+        self.reason: AuthorizationReason = reason
+        self.scopes = scopes
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_authorization, (self.kind, self.server, str(self), self.reason, self.scopes))
+
+    def __repr__(self) -> str:
+        return (
+            f"AuthorizationError(kind={self.kind!r}, server={self.server!r}, reason={self.reason!r}, "
+            f"scopes={self.scopes!r}, message={str(self)!r})"
+        )
+
+
+def _rebuild_authorization(
+    kind: ErrorKind, server: str, message: str, reason: AuthorizationReason, scopes: tuple[str, ...]
+) -> AuthorizationError:
+    return AuthorizationError(kind, server, message, reason=reason, scopes=scopes)

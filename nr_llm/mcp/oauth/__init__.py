@@ -1,0 +1,47 @@
+"""MCP authorization (OAuth 2.1) for the protocol client. Imports nothing from Django.
+
+``challenge`` reads a 401/403, ``discovery`` finds the authorization server, ``grants``
+obtains and renews tokens, ``identity`` says who the client is, ``store`` keeps the
+result behind a protocol the app implements, ``tokens`` gives an operation its bearer
+token, and ``legs`` is the only module here that sends anything.
+"""
+
+from .challenge import Challenge, parse_challenge
+from .discovery import AuthorizationServer, Discovered, ProtectedResource, discover
+from .grants import (
+    AuthorizationStart,
+    PendingAuthorization,
+    client_credentials,
+    finish_authorization,
+    refresh,
+    start_authorization,
+)
+from .identity import ClientConfig, WallClock
+from .legs import OAuthLegs
+from .store import ClientRegistration, Grant, GrantStore, MemoryGrantStore
+from .tokens import OAuthSettings, OperationTokens, SystemWallClock
+
+__all__ = [
+    "AuthorizationServer",
+    "AuthorizationStart",
+    "Challenge",
+    "ClientConfig",
+    "ClientRegistration",
+    "Discovered",
+    "Grant",
+    "GrantStore",
+    "MemoryGrantStore",
+    "OAuthLegs",
+    "OAuthSettings",
+    "OperationTokens",
+    "PendingAuthorization",
+    "ProtectedResource",
+    "SystemWallClock",
+    "WallClock",
+    "client_credentials",
+    "discover",
+    "finish_authorization",
+    "parse_challenge",
+    "refresh",
+    "start_authorization",
+]

@@ -1,0 +1,340 @@
+"""The grants: authorization code with PKCE (in two steps), client credentials, refresh.
+
+The authorization code grant is split because its middle belongs to a person: ``start``
+discovers, registers and returns the URL to send a browser to together with what must be
+kept until the callback (never shown to anyone: it holds the PKCE verifier); ``finish``
+checks ``state`` and the RFC 9207 ``iss`` and exchanges the code. A tool call never
+waits for a browser.
+
+Every token request names the resource (RFC 8707), identically on the authorization and
+token requests, and goes to the token endpoint pinned for the grant, with the client
+authentication of the client registered at that issuer only.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from ..errors import AuthorizationError
+from ..text import clean
+from .discovery import Discovered, discover
+from .identity import ClientConfig, WallClock, authenticate, client_for
+from .legs import OAuthLegs, vet_url
+from .scopes import select_scopes, union
+from .store import ClientRegistration, Grant, GrantStore
+
+
+@dataclass(frozen=True)
+class PendingAuthorization:
+    """What must be kept, server-side and secret, between ``start`` and ``finish``."""
+
+    state: str = field(repr=False)
+    code_verifier: str = field(repr=False)
+    redirect_uri: str
+    resource: str
+    scopes: tuple[str, ...]
+    issuer: str
+    token_endpoint: str
+    client: ClientRegistration
+    iss_parameter_supported: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for a store to keep (it holds secrets: encrypt it there)."""
+        data = asdict(self)
+        data["scopes"] = list(self.scopes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PendingAuthorization:
+        values = dict(data)
+        values["scopes"] = tuple(values.get("scopes") or ())
+        values["client"] = ClientRegistration(**values["client"])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class AuthorizationStart:
+    # The browser's destination; it carries state and the PKCE challenge, so not in repr.
+    url: str = field(repr=False)
+    pending: PendingAuthorization
+
+
+def start_authorization(
+    legs: OAuthLegs,
+    mcp_url: str,
+    config: ClientConfig,
+    store: GrantStore,
+    wall: WallClock,
+    *,
+    resource_metadata: str | None = None,
+    challenged_scopes: tuple[str, ...] | None = None,
+    previous_scopes: tuple[str, ...] = (),
+    pinned_issuer: str | None = None,
+) -> AuthorizationStart:
+    """Discover, register if needed, and build the authorization request (PKCE S256, state, resource)."""
+    if not config.redirect_uri:
+        raise _unsupported(legs.server, "no redirect URI is configured for the authorization code grant")
+    found = discover(legs, mcp_url, resource_metadata, pinned_issuer=pinned_issuer)
+    server = found.server
+    if not server.authorization_endpoint:
+        raise _unsupported(legs.server, "its authorization server has no authorization endpoint")
+    if server.from_metadata and "S256" not in server.code_challenge_methods:
+        # The specification: without advertised S256 support, the client must not proceed.
+        raise _unsupported(legs.server, "its authorization server does not advertise PKCE with S256")
+    endpoint = vet_url(
+        server.authorization_endpoint,
+        legs.server,
+        "authorization endpoint",
+        allow_private_networks=legs.allow_private_networks,
+    )
+    scopes = _scopes(config, found, challenged_scopes, previous_scopes, wants_refresh=True)
+    client = client_for(legs, config, server, store, scopes, wall)
+    verifier = secrets.token_urlsafe(64)  # 86 characters of RFC 7636's unreserved set
+    state = secrets.token_urlsafe(32)
+    params = {
+        "response_type": "code",
+        "client_id": client.client_id,
+        "redirect_uri": config.redirect_uri,
+        "code_challenge": _s256(verifier),
+        "code_challenge_method": "S256",
+        "state": state,
+        "resource": found.resource,
+    }
+    if scopes:
+        params["scope"] = " ".join(scopes)
+    separator = "&" if urlsplit(endpoint).query else "?"
+    pending = PendingAuthorization(
+        state=state,
+        code_verifier=verifier,
+        redirect_uri=config.redirect_uri,
+        resource=found.resource,
+        scopes=scopes,
+        issuer=server.issuer,
+        token_endpoint=server.token_endpoint,
+        client=client,
+        iss_parameter_supported=server.iss_parameter_supported,
+    )
+    return AuthorizationStart(url=f"{endpoint}{separator}{urlencode(params)}", pending=pending)
+
+
+def finish_authorization(
+    legs: OAuthLegs,
+    pending: PendingAuthorization,
+    config: ClientConfig,
+    wall: WallClock,
+    *,
+    code: str | None,
+    state: str | None,
+    iss: str | None,
+) -> Grant:
+    """Check the callback (state, then ``iss``) and exchange the code at the pinned token endpoint."""
+    if not state or not hmac.compare_digest(state.encode(), pending.state.encode()):
+        raise AuthorizationError(
+            "authorization_failed",
+            legs.server,
+            f"MCP server {legs.server!r}: the authorization callback's state is not the one sent; "
+            "the code was not used.",
+            reason="state_mismatch",
+        )
+    # RFC 9207 §2.4: simple string comparison; absent only where the server never promised it.
+    if (iss is not None and iss != pending.issuer) or (iss is None and pending.iss_parameter_supported):
+        raise AuthorizationError(
+            "authorization_failed",
+            legs.server,
+            f"MCP server {legs.server!r}: the authorization callback came from another issuer than "
+            "the one asked (iss); the code was not used.",
+            reason="issuer_mismatch",
+        )
+    if not code:
+        raise AuthorizationError(
+            "authorization_failed",
+            legs.server,
+            f"MCP server {legs.server!r}: the authorization callback carried no code.",
+            reason="token_error",
+        )
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": pending.redirect_uri,
+        "code_verifier": pending.code_verifier,
+        "resource": pending.resource,
+    }
+    body = token_request(legs, pending.token_endpoint, pending.client, config, wall, form, refresh=False)
+    return grant_from(
+        body,
+        wall,
+        issuer=pending.issuer,
+        token_endpoint=pending.token_endpoint,
+        resource=pending.resource,
+        client=pending.client,
+        requested=pending.scopes,
+        grant_type="authorization_code",
+        server=legs.server,
+    )
+
+
+def client_credentials(
+    legs: OAuthLegs,
+    mcp_url: str,
+    config: ClientConfig,
+    store: GrantStore,
+    wall: WallClock,
+    *,
+    resource_metadata: str | None = None,
+    challenged_scopes: tuple[str, ...] | None = None,
+    previous_scopes: tuple[str, ...] = (),
+    pinned_issuer: str | None = None,
+) -> Grant:
+    """A token for the client itself (no person, no refresh token needed)."""
+    found = discover(legs, mcp_url, resource_metadata, pinned_issuer=pinned_issuer)
+    scopes = _scopes(config, found, challenged_scopes, previous_scopes, wants_refresh=False)
+    client = client_for(legs, config, found.server, store, scopes, wall)
+    form = {"grant_type": "client_credentials", "resource": found.resource}
+    if scopes:
+        form["scope"] = " ".join(scopes)
+    body = token_request(legs, found.server.token_endpoint, client, config, wall, form, refresh=False)
+    return grant_from(
+        body,
+        wall,
+        issuer=found.server.issuer,
+        token_endpoint=found.server.token_endpoint,
+        resource=found.resource,
+        client=client,
+        requested=scopes,
+        grant_type="client_credentials",
+        server=legs.server,
+    )
+
+
+def refresh(legs: OAuthLegs, grant: Grant, config: ClientConfig, wall: WallClock) -> Grant:
+    """Spend ``grant``'s refresh token at its pinned token endpoint; a rotated one replaces it."""
+    if not grant.refresh_token:
+        raise AuthorizationError(
+            "authorization_required",
+            legs.server,
+            f"MCP server {legs.server!r}: its access token expired and there is no refresh token; "
+            "an operator must reconnect it.",
+            reason="refresh_refused",
+            scopes=grant.scopes,
+        )
+    form = {"grant_type": "refresh_token", "refresh_token": grant.refresh_token, "resource": grant.resource}
+    body = token_request(legs, grant.token_endpoint, grant.client, config, wall, form, refresh=True)
+    renewed = grant_from(
+        body,
+        wall,
+        issuer=grant.issuer,
+        token_endpoint=grant.token_endpoint,
+        resource=grant.resource,
+        client=grant.client,
+        requested=grant.scopes,
+        grant_type=grant.grant_type,
+        server=legs.server,
+    )
+    if renewed.refresh_token is None:
+        # Not rotated: the old refresh token stays valid (RFC 6749 §6).
+        renewed = replace(renewed, refresh_token=grant.refresh_token)
+    return renewed
+
+
+def token_request(
+    legs: OAuthLegs,
+    token_endpoint: str,
+    client: ClientRegistration,
+    config: ClientConfig,
+    wall: WallClock,
+    form: dict[str, str],
+    *,
+    refresh: bool,
+) -> dict[str, Any]:
+    auth_form, headers = authenticate(client, config, wall, legs.server)
+    answer = legs.post_form(token_endpoint, "token endpoint", {**form, **auth_form}, headers)
+    body = answer.body or {}
+    if answer.status == 200 and isinstance(body.get("access_token"), str) and body["access_token"]:
+        return body
+    error = body.get("error")
+    said = f", {clean(error, 60)}" if isinstance(error, str) else ""
+    if refresh and answer.status in (400, 401) and error in ("invalid_grant", "invalid_client", None):
+        raise AuthorizationError(
+            "authorization_required",
+            legs.server,
+            f"MCP server {legs.server!r}: its authorization server refused to renew the grant "
+            f"(HTTP {answer.status}{said}); an operator must reconnect it.",
+            reason="refresh_refused",
+        )
+    raise AuthorizationError(
+        "authorization_failed",
+        legs.server,
+        f"MCP server {legs.server!r}: its token endpoint refused the request (HTTP {answer.status}{said}).",
+        reason="token_error",
+    )
+
+
+def grant_from(
+    body: Mapping[str, Any],
+    wall: WallClock,
+    *,
+    issuer: str,
+    token_endpoint: str,
+    resource: str,
+    client: ClientRegistration,
+    requested: tuple[str, ...],
+    grant_type: str,
+    server: str,
+) -> Grant:
+    token_type = body.get("token_type")
+    if not isinstance(token_type, str) or token_type.lower() != "bearer":
+        raise _unsupported(server, "its authorization server issued a token that is not a Bearer token")
+    lifetime = body.get("expires_in")
+    expires_at = None
+    if isinstance(lifetime, int | float) and not isinstance(lifetime, bool) and 0 < lifetime < 10**9:
+        expires_at = wall.time() + float(lifetime)
+    refresh_token = body.get("refresh_token")
+    scope = body.get("scope")
+    return Grant(
+        access_token=str(body["access_token"]),
+        issuer=issuer,
+        token_endpoint=token_endpoint,
+        resource=resource,
+        client=client,
+        expires_at=expires_at,
+        refresh_token=refresh_token if isinstance(refresh_token, str) and refresh_token else None,
+        scopes=tuple(dict.fromkeys(scope.split())) if isinstance(scope, str) else requested,
+        grant_type=grant_type,
+    )
+
+
+def _scopes(
+    config: ClientConfig,
+    found: Discovered,
+    challenged: tuple[str, ...] | None,
+    previous: tuple[str, ...],
+    *,
+    wants_refresh: bool,
+) -> tuple[str, ...]:
+    if config.scopes is not None:
+        chosen = config.scopes
+    else:
+        supported = found.protected.scopes_supported if found.protected else None
+        chosen = select_scopes(
+            challenged, supported, found.server.scopes_supported, wants_refresh=wants_refresh
+        )
+    # Step-up asks for the union: what was granted before must not be lost.
+    return union(previous, chosen)
+
+
+def _s256(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _unsupported(server: str, what: str) -> AuthorizationError:
+    return AuthorizationError(
+        "authorization_failed", server, f"MCP server {server!r}: {what}.", reason="unsupported"
+    )

@@ -1,0 +1,263 @@
+"""Who the client is at an authorization server, and how it proves it at the token endpoint.
+
+Three identities (MCP authorization, "Client Registration Approaches"): pre-registered
+(an operator's client id with a secret or a private key), a client ID metadata document
+(an HTTPS URL the site serves, used as ``client_id`` where the server supports it), and
+dynamic registration (RFC 7591), kept per issuer so it happens once.
+
+Secrets leave only as the token endpoint's client authentication, built here: Basic or
+form fields for a secret, a short-lived signed assertion (RFC 7523, ``aud`` the issuer)
+for a key. The assertion is signed by PyJWT over ``cryptography``; no hand-rolled JWT.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+from urllib.parse import quote, urlsplit
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from ..errors import AuthorizationError
+from ..text import clean
+from .discovery import AuthorizationServer
+from .legs import OAuthLegs
+from .store import ClientRegistration, GrantStore
+
+GrantType = Literal["authorization_code", "client_credentials"]
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+# Short: an intercepted assertion is useless a minute later (RFC 7523 §3, "exp").
+ASSERTION_SECONDS = 60
+
+
+class WallClock(Protocol):
+    """Epoch seconds: token expiry is absolute, so it survives a restart (not monotonic)."""
+
+    def time(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """The operator's choices for one server."""
+
+    grant: GrantType = "authorization_code"
+    redirect_uri: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    private_key_pem: str | None = field(default=None, repr=False)
+    key_id: str | None = None
+    # A client ID metadata document's HTTPS URL, used as client_id where supported.
+    client_metadata_url: str | None = None
+    client_name: str = "nr-llm"
+    # Scopes an operator insists on; None: chosen by the specification's strategy.
+    scopes: tuple[str, ...] | None = None
+    # A preferred token endpoint authentication method for a secret; None: the AS's first.
+    auth_method: str | None = None
+
+
+def client_for(
+    legs: OAuthLegs,
+    config: ClientConfig,
+    server: AuthorizationServer,
+    store: GrantStore,
+    scopes: tuple[str, ...],
+    wall: WallClock,
+) -> ClientRegistration:
+    """The client identity to use at ``server``: configured, a metadata URL, stored, or registered now."""
+    if config.client_metadata_url and not valid_metadata_url(config.client_metadata_url):
+        raise AuthorizationError(
+            "authorization_failed",
+            legs.server,
+            f"MCP server {legs.server!r}: the client metadata document URL must be https with a path.",
+            reason="unsupported",
+        )
+    if config.client_id:
+        return ClientRegistration(
+            issuer=server.issuer,
+            client_id=config.client_id,
+            client_secret=config.client_secret,
+            auth_method=_configured_method(legs.server, config, server),
+            origin="preregistered",
+        )
+    if (
+        config.client_metadata_url
+        and server.client_id_metadata_document_supported
+        and config.grant == "authorization_code"
+    ):
+        return ClientRegistration(
+            issuer=server.issuer,
+            client_id=config.client_metadata_url,
+            auth_method="private_key_jwt" if config.private_key_pem else "none",
+            origin="metadata_document",
+        )
+    stored = store.load_registration(legs.server, server.issuer)
+    if stored is not None and not _expired(stored, wall):
+        return stored
+    registration = register(legs, config, server, scopes)
+    store.save_registration(legs.server, registration)
+    return registration
+
+
+def _expired(registration: ClientRegistration, wall: WallClock) -> bool:
+    return bool(registration.secret_expires_at) and wall.time() >= (registration.secret_expires_at or 0)
+
+
+def _configured_method(server_name: str, config: ClientConfig, server: AuthorizationServer) -> str:
+    if config.private_key_pem:
+        wanted = ["private_key_jwt"]
+    elif config.client_secret:
+        wanted = [config.auth_method] if config.auth_method else ["client_secret_basic", "client_secret_post"]
+    else:
+        wanted = ["none"]
+    for method in server.token_endpoint_auth_methods:
+        if method in wanted:
+            return method
+    if not server.from_metadata:
+        return wanted[0]  # no metadata to consult: the credential decides
+    raise AuthorizationError(
+        "authorization_failed",
+        server_name,
+        f"MCP server {server_name!r}: its authorization server supports none of the client "
+        f"authentication methods the configured credential allows ({', '.join(wanted)}).",
+        reason="unsupported",
+    )
+
+
+def register(
+    legs: OAuthLegs, config: ClientConfig, server: AuthorizationServer, scopes: tuple[str, ...]
+) -> ClientRegistration:
+    """Dynamic client registration (RFC 7591)."""
+    if not server.registration_endpoint:
+        raise AuthorizationError(
+            "authorization_failed",
+            legs.server,
+            f"MCP server {legs.server!r}: its authorization server offers no dynamic registration; "
+            "configure a pre-registered client id.",
+            reason="unsupported",
+        )
+    method = _registration_method(server, config)
+    grant_types = (
+        ["authorization_code", "refresh_token"]
+        if config.grant == "authorization_code"
+        else ["client_credentials"]
+    )
+    metadata: dict[str, object] = {
+        "client_name": config.client_name,
+        "grant_types": grant_types,
+        "response_types": ["code"] if config.grant == "authorization_code" else [],
+        "token_endpoint_auth_method": method,
+    }
+    if config.redirect_uri:
+        metadata["redirect_uris"] = [config.redirect_uri]
+    if scopes:
+        metadata["scope"] = " ".join(scopes)
+    answer = legs.post_json(server.registration_endpoint, "client registration endpoint", metadata)
+    body = answer.body or {}
+    client_id = body.get("client_id")
+    if answer.status not in (200, 201) or not isinstance(client_id, str) or not client_id:
+        raise AuthorizationError(
+            "authorization_failed",
+            legs.server,
+            f"MCP server {legs.server!r}: its authorization server refused the client registration "
+            f"(HTTP {answer.status}{_oauth_error(body)}).",
+            reason="registration",
+        )
+    secret = body.get("client_secret")
+    granted_method = body.get("token_endpoint_auth_method")
+    expires = body.get("client_secret_expires_at")
+    return ClientRegistration(
+        issuer=server.issuer,
+        client_id=client_id,
+        client_secret=secret if isinstance(secret, str) and secret else None,
+        auth_method=granted_method if isinstance(granted_method, str) else method,
+        secret_expires_at=float(expires) if isinstance(expires, int | float) and expires > 0 else None,
+        origin="dynamic",
+    )
+
+
+def _registration_method(server: AuthorizationServer, config: ClientConfig) -> str:
+    # A confidential client where the server allows one: a secret nobody can use
+    # without the server-side store beats a public client.
+    if config.auth_method and config.auth_method in server.token_endpoint_auth_methods:
+        return config.auth_method
+    for method in ("client_secret_basic", "client_secret_post", "none"):
+        if method in server.token_endpoint_auth_methods:
+            return method
+    return server.token_endpoint_auth_methods[0] if server.token_endpoint_auth_methods else "none"
+
+
+def authenticate(
+    client: ClientRegistration, config: ClientConfig, wall: WallClock, server: str
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The form fields and headers that authenticate ``client`` at its token endpoint."""
+    method = client.auth_method
+    if method == "private_key_jwt":
+        assertion = sign_assertion(client.client_id, client.issuer, config, wall, server)
+        return {
+            "client_id": client.client_id,
+            "client_assertion_type": ASSERTION_TYPE,
+            "client_assertion": assertion,
+        }, {}
+    if method in ("client_secret_basic", "client_secret_post") and not client.client_secret:
+        raise AuthorizationError(
+            "authorization_failed",
+            server,
+            f"MCP server {server!r}: its client authentication needs a client secret and none is known.",
+            reason="unsupported",
+        )
+    if method == "client_secret_basic":
+        # RFC 6749 §2.3.1: id and secret are form-encoded before Basic encoding.
+        pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret or '', safe='')}"
+        return {}, {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+    if method == "client_secret_post":
+        return {"client_id": client.client_id, "client_secret": client.client_secret or ""}, {}
+    return {"client_id": client.client_id}, {}
+
+
+def sign_assertion(client_id: str, issuer: str, config: ClientConfig, wall: WallClock, server: str) -> str:
+    """A private_key_jwt client assertion: ES256 for an EC key, RS256 for RSA, audience the issuer."""
+    problem = AuthorizationError(
+        "authorization_failed",
+        server,
+        f"MCP server {server!r}: the configured private key is not a usable PEM EC (P-256) or RSA key.",
+        reason="unsupported",
+    )
+    try:
+        key = load_pem_private_key((config.private_key_pem or "").encode(), password=None)
+    except (ValueError, TypeError):
+        raise problem from None  # the key's bytes must not reach a traceback
+    if isinstance(key, ec.EllipticCurvePrivateKey) and isinstance(key.curve, ec.SECP256R1):
+        algorithm = "ES256"
+    elif isinstance(key, rsa.RSAPrivateKey):
+        algorithm = "RS256"
+    else:
+        raise problem
+    now = int(wall.time())
+    claims = {
+        "iss": client_id,
+        "sub": client_id,
+        "aud": issuer,
+        "iat": now,
+        "exp": now + ASSERTION_SECONDS,
+        "jti": secrets.token_urlsafe(16),
+    }
+    headers = {"kid": config.key_id} if config.key_id else None
+    return jwt.encode(claims, key, algorithm=algorithm, headers=headers)
+
+
+def _oauth_error(body: Mapping[str, object]) -> str:
+    error = body.get("error")
+    return f", {clean(error, 60)}" if isinstance(error, str) else ""
+
+
+def valid_metadata_url(url: str | None) -> bool:
+    """A client ID metadata document URL: HTTPS with a path (the specification's rule)."""
+    if not url:
+        return False
+    parts = urlsplit(url)
+    return parts.scheme == "https" and parts.path not in ("", "/")

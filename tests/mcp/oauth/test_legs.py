@@ -1,0 +1,218 @@
+"""OAuth legs: every URL vetted like the MCP URL, one deadline, its own watchdog and addresses."""
+
+from __future__ import annotations
+
+import http.server
+import ipaddress
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from nr_llm.mcp import watchdog as watchdog_module
+from nr_llm.mcp.deadline import OperationDeadline
+from nr_llm.mcp.errors import McpTransportError
+from nr_llm.mcp.oauth import OAuthLegs
+from nr_llm.mcp.oauth.legs import MAX_BODY_BYTES, vet_url
+from nr_llm.mcp.watchdog import LegWatchdog
+
+from .world import AS_METADATA, World, legs_for
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("ftp://as.example/x", "not an http(s) URL"),
+        ("file:///etc/passwd", "not an http(s) URL"),
+        ("https://user:pw@as.example/token", "credentials in the URL"),
+        ("https://as.example/x#frag", "a fragment"),
+        ("https://as.example:99999/x", "not a URL"),
+        ("https://as.example/\nx", "control"),
+        ("/relative/path", "not an http(s) URL"),
+        (42, "not a URL"),
+    ],
+)
+def test_unusable_urls_are_refused_before_anything_is_sent(url: object, problem: str) -> None:
+    """A URL from a challenge or metadata that is not a plain absolute http(s) URL is refused."""
+    with pytest.raises(McpTransportError) as caught:
+        vet_url(url, "demo", "token endpoint", allow_private_networks=True)
+    assert problem in str(caught.value) and "token endpoint" in str(caught.value)
+
+
+def test_plain_http_is_refused_unless_private_networks_are_allowed(world: World, deadline) -> None:
+    """http:// needs allow_private_networks; without it nothing is resolved or sent."""
+    with pytest.raises(McpTransportError) as caught:
+        legs_for(deadline, allow_private_networks=False).get("http://93.184.216.34/x", "metadata")
+    assert caught.value.kind == "refused_host" and "not https" in str(caught.value)
+    assert world.sent == []
+
+
+def test_a_url_resolving_to_a_private_address_is_refused_unsent(world: World, deadline, monkeypatch) -> None:
+    """A metadata URL whose host resolves inside is refused like the MCP URL; nothing is sent."""
+    monkeypatch.setattr(
+        socket, "getaddrinfo", lambda host, port, *a, **k: [(socket.AF_INET, 1, 6, "", ("10.0.0.7", port))]
+    )
+    with pytest.raises(McpTransportError) as caught:
+        legs_for(deadline, allow_private_networks=False).get("https://internal.example/x", "metadata")
+    assert caught.value.kind == "refused_host" and "'demo'" in str(caught.value)
+    assert world.sent == []
+
+
+def test_a_redirect_is_refused_not_followed(world: World, deadline) -> None:
+    """A 302 from an authorization server is an error; its Location is never requested."""
+    world.serve("GET", AS_METADATA, 302, {}, Location="https://192.0.2.9/elsewhere")
+    with pytest.raises(McpTransportError) as caught:
+        legs_for(deadline).get(AS_METADATA, "authorization server metadata")
+    assert caught.value.kind == "redirect"
+    assert world.urls() == [AS_METADATA]
+
+
+def test_a_body_over_the_cap_stops_reading(world: World, deadline) -> None:
+    """More than 2 MiB of metadata is too_large, not parsed."""
+    world.serve("GET", AS_METADATA, 200, '{"x":"' + "a" * MAX_BODY_BYTES + '"}')
+    with pytest.raises(McpTransportError) as caught:
+        legs_for(deadline).get(AS_METADATA, "authorization server metadata")
+    assert caught.value.kind == "too_large"
+
+
+def test_a_successful_answer_must_be_a_json_object(world: World, deadline) -> None:
+    """HTML at a metadata URL is content_type; a JSON array is malformed."""
+    world.mock.add("GET", AS_METADATA, body="<html>", content_type="text/html")
+    world.mock.add("GET", AS_METADATA + "/list", body="[1]", content_type="application/json")
+    legs = legs_for(deadline)
+    with pytest.raises(McpTransportError) as html:
+        legs.get(AS_METADATA, "authorization server metadata")
+    with pytest.raises(McpTransportError) as array:
+        legs.get(AS_METADATA + "/list", "authorization server metadata")
+    assert (html.value.kind, array.value.kind) == ("content_type", "malformed")
+
+
+def test_an_error_answer_that_is_not_json_is_returned_as_a_status(world: World, deadline) -> None:
+    """A 404 page is a status for discovery to move on from, not an exception."""
+    world.mock.add("GET", AS_METADATA, status=404, body="not here", content_type="text/plain")
+    answer = legs_for(deadline).get(AS_METADATA, "authorization server metadata")
+    assert (answer.status, answer.body) == (404, None)
+
+
+def test_every_leg_is_granted_from_the_operation_deadline(world: World, deadline) -> None:
+    """Legs spend one budget: with 20 s and 6 s per leg the grants are 20, 14, 8, 2; the fifth is not sent."""
+    world.seconds_per_leg = 6
+    world.serve("GET", AS_METADATA, body={})
+    legs = legs_for(deadline)
+    for _ in range(4):
+        legs.get(AS_METADATA, "authorization server metadata")
+    with pytest.raises(McpTransportError) as caught:
+        legs.get(AS_METADATA, "authorization server metadata")
+    assert [s.timeout for s in world.sent] == [(20, 20), (14, 14), (8, 8), (2, 2)]
+    assert caught.value.kind == "deadline_exhausted" and len(world.sent) == 4
+
+
+def test_a_host_lookup_spends_the_same_budget(world: World, monkeypatch) -> None:
+    """The authorization server's lookup is granted from the deadline: a slow one leaves less for the leg."""
+    from ..scripted import FakeClock
+
+    clock = FakeClock()
+    deadline = OperationDeadline(20, clock, "demo")
+    grants: list[int] = []
+
+    def slow(host, port, *args, **kwargs):
+        clock.advance(7)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    world.clock = clock
+    world.serve("GET", "https://as.example/meta", body={})
+    OAuthLegs("demo", deadline, allow_private_networks=False).get("https://as.example/meta", "metadata")
+    grants = [s.timeout[0] for s in world.sent]
+    assert grants == [13]
+
+
+def test_a_spent_budget_sends_nothing(world: World) -> None:
+    """With less than a second left, the OAuth leg is deadline_exhausted before any lookup or request."""
+    from ..scripted import FakeClock
+
+    clock = FakeClock()
+    deadline = OperationDeadline(2, clock, "demo")
+    deadline.grant()
+    clock.advance(1.5)
+    with pytest.raises(McpTransportError) as caught:
+        legs_for(deadline).get(AS_METADATA, "metadata")
+    assert caught.value.kind == "deadline_exhausted" and world.sent == []
+
+
+class _Json(http.server.BaseHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's name
+        pass
+
+    def do_GET(self) -> None:
+        payload = json.dumps({"issuer": "ok"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@contextmanager
+def _json_server() -> Iterator[int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Json)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_oauth_leg_dials_its_own_hosts_vetted_addresses_under_its_own_watchdog(monkeypatch) -> None:
+    """Started inside an MCP leg (whose watchdog pins the MCP server's addresses), an OAuth leg
+    resolves its own host once, dials exactly that address, and is watched by its own watchdog."""
+    real = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def names(host, port, *args, **kwargs):
+        if host == "as.test":
+            lookups.append(host)
+            return real("127.0.0.1", port, *args, **kwargs)
+        ipaddress.ip_address(host)  # a literal (the dialled address) passes; any other name fails
+        return real(host, port, *args, **kwargs)
+
+    watched_by: list[LegWatchdog] = []
+    original_watch = LegWatchdog.watch
+
+    def spy(self, sock):
+        watched_by.append(self)
+        return original_watch(self, sock)
+
+    monkeypatch.setattr(socket, "getaddrinfo", names)
+    monkeypatch.setattr(watchdog_module.LegWatchdog, "watch", spy)
+    from ..scripted import FakeClock
+
+    with _json_server() as port:
+        deadline = OperationDeadline(10, FakeClock(), "demo")
+        # The MCP leg's watchdog pins an address the authorization server is not on.
+        with (
+            LegWatchdog(10, allow_private_networks=True, addresses=("127.0.0.9",)) as mcp_leg,
+            OAuthLegs("demo", deadline, allow_private_networks=True) as legs,
+        ):
+            first = legs.get(f"http://as.test:{port}/meta", "metadata")
+            second = legs.get(f"http://as.test:{port}/meta", "metadata")
+    assert first.body == second.body == {"issuer": "ok"}
+    assert lookups == ["as.test"]  # one lookup per host and operation; no fresh answer at connect
+    assert watched_by and mcp_leg not in watched_by
+    assert all(w.addresses == ("127.0.0.1",) for w in watched_by)
+
+
+def test_failures_name_the_purpose_never_the_url(world: World, deadline) -> None:
+    """An unreachable token endpoint's error names the server and the endpoint's role, not its URL."""
+    with pytest.raises(McpTransportError) as caught:
+        legs_for(deadline).post_form(
+            "https://192.0.2.2/token?secret=hunter2", "token endpoint", {"refresh_token": "r-secret"}, {}
+        )
+    text = str(caught.value) + repr(caught.value)
+    assert caught.value.kind == "unreachable" and "token endpoint" in text
+    assert "hunter2" not in text and "r-secret" not in text and caught.value.__cause__ is None
