@@ -84,21 +84,24 @@ class OperationTokens:
     def config(self) -> ClientConfig:
         return self.settings.config
 
-    def bearer(self) -> str:
-        """The access token to send: the stored one while fresh (no leg), else renewed now."""
+    def bearer(self) -> str | None:
+        """The access token to send: the stored one while fresh (no leg), else renewed now.
+
+        None when the server was never authorized: the first MCP leg then goes without a
+        token, so that the server's challenge can say which scopes and which metadata to use.
+        """
         grant = self.store.load(self.server)
-        if grant is not None and grant.fresh(self.wall.time(), self.settings.skew_seconds):
+        if grant is None:
+            return None
+        if grant.fresh(self.wall.time(), self.settings.skew_seconds):
             return grant.access_token
-        if grant is not None and grant.refresh_token:
+        if grant.refresh_token:
             return self._refresh(grant, forced=False).access_token
         if self.config.grant == "client_credentials":
             return self._acquire(None, None, grant).access_token
-        raise self._required(
-            "refresh_refused" if grant is not None else "not_authorized",
-            grant.scopes if grant is not None else (),
-        )
+        raise self._required("refresh_refused", grant.scopes)
 
-    def after_challenge(self, challenge: ChallengeError, sent: str) -> str:
+    def after_challenge(self, challenge: ChallengeError, sent: str | None) -> str:
         """A token to retry with after the MCP server refused ``sent``, or a typed error.
 
         Raises the challenge itself when it is not about the token (a 403 without
@@ -112,7 +115,7 @@ class OperationTokens:
             if self.config.grant != "client_credentials":
                 raise self._required("insufficient_scope", wanted)
             return self._acquire(challenge, wanted, grant).access_token
-        if grant is not None and grant.access_token != sent:
+        if grant is not None and sent is not None and grant.access_token != sent:
             return grant.access_token  # renewed meanwhile by another caller: try that one
         if grant is not None and grant.refresh_token and not self._refreshed_after_challenge:
             self._refreshed_after_challenge = True

@@ -73,12 +73,28 @@ def test_expiry_is_absolute_and_survives_a_restart(world: World, wall) -> None:
     assert _tokens(world, wall, store).bearer() == "access-1"
 
 
-def test_no_grant_needs_a_person(world: World, wall) -> None:
-    """Without a stored grant the authorization code flow cannot proceed inside a tool call."""
+def test_no_grant_needs_a_person_with_the_challenged_scopes(world: World, wall) -> None:
+    """Never authorized: the first leg goes without a token, and its 401 becomes
+    authorization_required naming the scopes the server asked for; nothing else is sent."""
+    tokens = _tokens(world, wall, MemoryGrantStore())
+    assert tokens.bearer() is None
     with pytest.raises(AuthorizationError) as caught:
-        _tokens(world, wall, MemoryGrantStore()).bearer()
+        tokens.after_challenge(_challenge(scopes=("files:read",)), None)
     assert (caught.value.kind, caught.value.reason) == ("authorization_required", "not_authorized")
-    assert world.sent == []
+    assert caught.value.scopes == ("files:read",) and world.sent == []
+
+
+def test_first_client_credentials_token_follows_the_challenge(world: World, wall) -> None:
+    """Client credentials, no grant: the challenge's metadata URL and scopes drive the first token."""
+    header_url = "https://192.0.2.1/.well-known/oauth-protected-resource/mcp"
+    world.serve_discovery(metadata=as_metadata(token_endpoint_auth_methods_supported=["client_secret_post"]))
+    world.serve_token_endpoint()
+    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s")
+    tokens = _tokens(world, wall, MemoryGrantStore(), config=config)
+    assert tokens.bearer() is None
+    token = tokens.after_challenge(_challenge(scopes=("tools",), resource_metadata=header_url), None)
+    assert token == "access-1" and world.urls()[0] == header_url
+    assert world.sent[-1].form["scope"] == "tools"
 
 
 def test_a_401_allows_one_refresh_then_needs_a_person(world: World, wall) -> None:
@@ -133,7 +149,7 @@ def test_client_credentials_step_up_requests_the_union_at_most_three_times(world
     store = MemoryGrantStore()
     config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s")
     tokens = _tokens(world, wall, store, config=config)
-    token = tokens.bearer()
+    token = tokens.after_challenge(_challenge(), tokens.bearer())
     for scope in ("a", "b"):
         token = tokens.after_challenge(_challenge(403, error="insufficient_scope", scopes=(scope,)), token)
     scope_requests = [s.form.get("scope") for s in world.sent if s.url == TOKEN]
@@ -176,7 +192,7 @@ def test_concurrent_expiry_in_one_process_spends_the_refresh_token_once(world: W
         )
 
     world.mock.add_callback("POST", TOKEN, callback=token_endpoint)
-    results: list[str] = []
+    results: list[str | None] = []
 
     def call() -> None:
         results.append(_tokens(world, wall, store).bearer())
