@@ -139,13 +139,19 @@ class AuthorizationError(McpTransportError):
         *,
         reason: AuthorizationReason,
         scopes: tuple[str, ...] = (),
+        resource_metadata: str | None = None,
     ) -> None:
         super().__init__(kind, server, message)
         self.reason: AuthorizationReason = reason
         self.scopes = scopes
+        # Where the server's challenge said discovery starts (attacker text: vetted when used).
+        self.resource_metadata = resource_metadata
 
     def __reduce__(self) -> Any:
-        return (_rebuild_authorization, (self.kind, self.server, str(self), self.reason, self.scopes))
+        return (
+            _rebuild_authorization,
+            (self.kind, self.server, str(self), self.reason, self.scopes, self.resource_metadata),
+        )
 
     def __repr__(self) -> str:
         return (
@@ -155,6 +161,13 @@ class AuthorizationError(McpTransportError):
 
 
 def _rebuild_authorization(
-    kind: ErrorKind, server: str, message: str, reason: AuthorizationReason, scopes: tuple[str, ...]
+    kind: ErrorKind,
+    server: str,
+    message: str,
+    reason: AuthorizationReason,
+    scopes: tuple[str, ...],
+    resource_metadata: str | None,
 ) -> AuthorizationError:
-    return AuthorizationError(kind, server, message, reason=reason, scopes=scopes)
+    return AuthorizationError(
+        kind, server, message, reason=reason, scopes=scopes, resource_metadata=resource_metadata
+    )

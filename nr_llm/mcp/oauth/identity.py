@@ -13,6 +13,7 @@ for a key. The assertion is signed by PyJWT over ``cryptography``; no hand-rolle
 from __future__ import annotations
 
 import base64
+import ipaddress
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -151,6 +152,7 @@ def register(
         "grant_types": grant_types,
         "response_types": ["code"] if config.grant == "authorization_code" else [],
         "token_endpoint_auth_method": method,
+        "application_type": application_type(config.redirect_uri),
     }
     if config.redirect_uri:
         metadata["redirect_uris"] = [config.redirect_uri]
@@ -178,6 +180,17 @@ def register(
         secret_expires_at=float(expires) if isinstance(expires, int | float) and expires > 0 else None,
         origin="dynamic",
     )
+
+
+def application_type(redirect_uri: str | None) -> str:
+    """SEP-837: "native" for a site reached on localhost (a developer's machine), else "web"."""
+    host = urlsplit(redirect_uri).hostname if redirect_uri else None
+    if host is not None and (host == "localhost" or host.endswith(".localhost")):
+        return "native"
+    try:
+        return "native" if host is not None and ipaddress.ip_address(host).is_loopback else "web"
+    except ValueError:
+        return "web"
 
 
 def _registration_method(server: AuthorizationServer, config: ClientConfig) -> str:

@@ -113,7 +113,7 @@ class OperationTokens:
                 raise challenge
             wanted = union(grant.scopes if grant else (), challenge.scopes or ())
             if self.config.grant != "client_credentials":
-                raise self._required("insufficient_scope", wanted)
+                raise self._required("insufficient_scope", wanted, challenge)
             return self._acquire(challenge, wanted, grant).access_token
         if grant is not None and sent is not None and grant.access_token != sent:
             return grant.access_token  # renewed meanwhile by another caller: try that one
@@ -125,6 +125,7 @@ class OperationTokens:
         raise self._required(
             "refresh_refused" if grant is not None else "not_authorized",
             challenge.scopes or (grant.scopes if grant else ()),
+            challenge,
         )
 
     def _refresh(self, stale: Grant, *, forced: bool) -> Grant:
@@ -167,7 +168,9 @@ class OperationTokens:
             lock = _refresh_locks.setdefault(key, threading.Lock())
         return _Held(lock, self.deadline, self.server)
 
-    def _required(self, reason: str, scopes: tuple[str, ...]) -> AuthorizationError:
+    def _required(
+        self, reason: str, scopes: tuple[str, ...], challenge: ChallengeError | None = None
+    ) -> AuthorizationError:
         what = {
             "not_authorized": "has not been authorized yet",
             "refresh_refused": "needs a new authorization (its grant can no longer be renewed)",
@@ -181,6 +184,7 @@ class OperationTokens:
             f"MCP server {self.server!r} {what}{wanted}; an operator must connect it.",
             reason=reason,  # type: ignore[arg-type]
             scopes=scopes,
+            resource_metadata=challenge.resource_metadata if challenge else None,
         )
 
 

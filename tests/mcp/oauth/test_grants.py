@@ -23,6 +23,7 @@ from nr_llm.mcp.oauth import (
     refresh,
     start_authorization,
 )
+from nr_llm.mcp.oauth.identity import application_type
 from nr_llm.mcp.oauth.store import ClientRegistration
 
 from .world import AUTHORIZE, ISSUER, MCP, REGISTER, TOKEN, World, as_metadata, legs_for
@@ -65,6 +66,22 @@ def test_start_registers_with_refresh_token_grant(world: World, deadline, wall) 
     assert registration.json["grant_types"] == ["authorization_code", "refresh_token"]
     assert registration.json["token_endpoint_auth_method"] == "client_secret_basic"
     assert registration.json["redirect_uris"] == [REDIRECT]
+    assert registration.json["application_type"] == "web"
+
+
+@pytest.mark.parametrize(
+    ("redirect", "expected"),
+    [
+        ("http://localhost:8000/cb", "native"),
+        ("http://127.0.0.1/cb", "native"),
+        ("http://[::1]:8000/cb", "native"),
+        ("https://site.example/cb", "web"),
+        (None, "web"),
+    ],
+)
+def test_application_type_follows_the_redirect_host(redirect: str | None, expected: str) -> None:
+    """SEP-837: a site on localhost registers as native, any other as web."""
+    assert application_type(redirect) == expected
 
 
 def test_offline_access_only_when_the_server_lists_it(world: World, deadline, wall) -> None:

@@ -79,8 +79,9 @@ def test_no_grant_needs_a_person_with_the_challenged_scopes(world: World, wall) 
     tokens = _tokens(world, wall, MemoryGrantStore())
     assert tokens.bearer() is None
     with pytest.raises(AuthorizationError) as caught:
-        tokens.after_challenge(_challenge(scopes=("files:read",)), None)
+        tokens.after_challenge(_challenge(scopes=("files:read",), resource_metadata="https://m/prm"), None)
     assert (caught.value.kind, caught.value.reason) == ("authorization_required", "not_authorized")
+    assert caught.value.resource_metadata == "https://m/prm"
     assert caught.value.scopes == ("files:read",) and world.sent == []
 
 
