@@ -125,6 +125,19 @@ def discover(
     return Discovered(metadata, protected.resource, protected)
 
 
+def confirm_issuer(legs: OAuthLegs, mcp_url: str, resource_metadata: str, pinned_issuer: str) -> None:
+    """Raise ``server_changed`` when the resource's current metadata no longer lists the pinned issuer.
+
+    Asked on a 401 naming ``resource_metadata``, before a refresh token is spent: a moved
+    resource is an operator's decision, and a refresh at the old server cannot fix it.
+    """
+    protected = _protected_resource(legs, mcp_url, resource_metadata)
+    if protected is None or not covers(protected.resource, mcp_url):
+        return  # nothing trustworthy says it moved; the refresh at the pinned issuer decides
+    if not any(same_issuer(pinned_issuer, candidate) for candidate in protected.authorization_servers):
+        raise _changed(legs.server)
+
+
 def same_issuer(a: str, b: str) -> bool:
     """Simple string comparison (RFC 8414 §3.3), except that a root issuer with and without its
     trailing slash are one issuer (``https://as.example`` and ``https://as.example/``)."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..deadline import MINIMUM_LEG_SECONDS, OperationDeadline
 from ..errors import AuthorizationError, ChallengeError, McpTransportError
+from .discovery import confirm_issuer
 from .grants import client_credentials, refresh
 from .identity import ClientConfig, WallClock
 from .legs import OAuthLegs, SessionFactory
@@ -117,6 +118,10 @@ class OperationTokens:
             return self._acquire(challenge, wanted, grant).access_token
         if grant is not None and sent is not None and grant.access_token != sent:
             return grant.access_token  # renewed meanwhile by another caller: try that one
+        if grant is not None and challenge.resource_metadata and not self._refreshed_after_challenge:
+            # One PRM leg, and only on a 401 naming its metadata: cheaper than a refresh
+            # spent at an authorization server the resource no longer trusts.
+            confirm_issuer(self.legs, self.mcp_url, challenge.resource_metadata, grant.issuer)
         if grant is not None and grant.refresh_token and not self._refreshed_after_challenge:
             self._refreshed_after_challenge = True
             return self._refresh(grant, forced=True).access_token

@@ -237,3 +237,30 @@ def test_expired_client_credentials_are_renewed_at_the_pinned_issuer(world: Worl
         _tokens(world, wall, store, config=config).bearer()
     assert caught.value.reason == "server_changed"
     assert all("192.0.2.77" not in url for url in world.urls())
+
+
+def test_a_401_naming_metadata_that_lists_another_server_is_server_changed(world: World, wall) -> None:
+    """The resource moved to another AS: authorization_required/server_changed after one PRM leg;
+    the refresh token is not spent and nothing goes to the new server."""
+    header_url = "https://192.0.2.1/.well-known/oauth-protected-resource/mcp"
+    world.serve("GET", header_url, body={"resource": MCP, "authorization_servers": ["https://192.0.2.77"]})
+    world.serve_token_endpoint()
+    store = MemoryGrantStore()
+    store.save("demo", _grant(wall))
+    with pytest.raises(AuthorizationError) as caught:
+        _tokens(world, wall, store).after_challenge(_challenge(resource_metadata=header_url), "stored-access")
+    assert (caught.value.kind, caught.value.reason) == ("authorization_required", "server_changed")
+    assert world.urls() == [header_url]
+
+
+def test_a_401_naming_metadata_that_still_lists_the_issuer_refreshes(world: World, wall) -> None:
+    """Same AS in the metadata: one PRM leg, then the one refresh."""
+    header_url = "https://192.0.2.1/.well-known/oauth-protected-resource/mcp"
+    world.serve("GET", header_url, body={"resource": MCP, "authorization_servers": [ISSUER]})
+    world.serve_token_endpoint()
+    store = MemoryGrantStore()
+    store.save("demo", _grant(wall))
+    token = _tokens(world, wall, store).after_challenge(
+        _challenge(resource_metadata=header_url), "stored-access"
+    )
+    assert token == "access-1" and world.urls() == [header_url, TOKEN]
