@@ -155,6 +155,17 @@ class _Json(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        payload = json.dumps(
+            {"access_token": "AT-leak-probe", "token_type": "Bearer", "refresh_token": "RT-leak-probe-2"}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
 
 @contextmanager
 def _json_server() -> Iterator[int]:
@@ -216,3 +227,52 @@ def test_failures_name_the_purpose_never_the_url(world: World, deadline) -> None
     text = str(caught.value) + repr(caught.value)
     assert caught.value.kind == "unreachable" and "token endpoint" in text
     assert "hunter2" not in text and "r-secret" not in text and caught.value.__cause__ is None
+
+
+def test_a_connection_that_lands_on_a_private_address_is_refused(monkeypatch) -> None:
+    """DNS rebinding: should the gate be fooled, the connected peer is checked too and nothing is read."""
+    from nr_llm.mcp.oauth import legs as legs_module
+
+    from ..scripted import FakeClock
+
+    monkeypatch.setattr(legs_module, "refuse_private", lambda addresses, server: None)  # the gate was fooled
+    monkeypatch.setattr(legs_module, "_url_problem", lambda url, allow: "")  # and http:// let through
+    with _json_server() as port, pytest.raises(McpTransportError) as caught:
+        OAuthLegs("demo", OperationDeadline(10, FakeClock(), "demo"), allow_private_networks=False).get(
+            f"http://127.0.0.1:{port}/meta", "token endpoint"
+        )
+    assert caught.value.kind == "refused_host" and "non-public" in str(caught.value)
+
+
+def test_no_token_or_secret_reaches_a_log_record(caplog) -> None:
+    """A real refresh over HTTP with every logger at DEBUG (urllib3 included): no token, refresh
+    token or client secret, sent or received, appears in any log record."""
+    import logging
+
+    from nr_llm.mcp.oauth import ClientConfig, Grant, refresh
+    from nr_llm.mcp.oauth.store import ClientRegistration
+
+    from ..scripted import FakeClock
+    from .world import FakeWall
+
+    secrets = ["RT-old-probe", "CS-probe", "AT-leak-probe", "RT-leak-probe-2", "AT-old-probe"]
+    caplog.set_level(logging.DEBUG)
+    with _json_server() as port:
+        token_endpoint = f"http://127.0.0.1:{port}/token"
+        grant = Grant(
+            access_token="AT-old-probe",
+            issuer=f"http://127.0.0.1:{port}",
+            token_endpoint=token_endpoint,
+            resource="http://127.0.0.1/mcp",
+            client=ClientRegistration(f"http://127.0.0.1:{port}", "cid", "CS-probe", "client_secret_post"),
+            refresh_token="RT-old-probe",
+        )
+        with OAuthLegs(
+            "demo", OperationDeadline(10, FakeClock(), "demo"), allow_private_networks=True
+        ) as legs:
+            renewed = refresh(legs, grant, ClientConfig(), FakeWall())
+    assert renewed.refresh_token == "RT-leak-probe-2"
+    assert caplog.records  # urllib3 did log the exchange
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert not [secret for secret in secrets if secret in logged]
+    assert not [secret for secret in secrets if secret in repr(renewed) + repr(grant)]
