@@ -202,8 +202,10 @@ class _Held:
         self._server = server
 
     def __enter__(self) -> None:
-        wait = self._deadline.remaining_ns() / 1e9 - MINIMUM_LEG_SECONDS
-        if wait <= 0 or not self._lock.acquire(timeout=wait):
+        # Free: taken at once, whatever is left. Held elsewhere: waited for only while a
+        # leg could still follow.
+        wait = max(self._deadline.remaining_ns() / 1e9 - MINIMUM_LEG_SECONDS, 0.0)
+        if not self._lock.acquire(timeout=wait):
             self._deadline.grant()  # raises deadline_exhausted when that is what happened
             raise McpTransportError(
                 "timeout",
