@@ -7,7 +7,7 @@ token, and ``legs`` is the only module here that sends anything.
 """
 
 from .challenge import Challenge, parse_challenge
-from .discovery import AuthorizationServer, Discovered, ProtectedResource, discover
+from .discovery import AuthorizationServer, Discovered, ProtectedResource, discover, probe_challenge
 from .grants import (
     AuthorizationStart,
     PendingAuthorization,
@@ -42,6 +42,7 @@ __all__ = [
     "discover",
     "finish_authorization",
     "parse_challenge",
+    "probe_challenge",
     "refresh",
     "start_authorization",
 ]

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import AuthorizationError
+from ..errors import AuthorizationError, McpTransportError
+from .challenge import Challenge, parse_challenge
 from .legs import Answer, OAuthLegs
 
 
@@ -136,6 +137,28 @@ def confirm_issuer(legs: OAuthLegs, mcp_url: str, resource_metadata: str, pinned
         return  # nothing trustworthy says it moved; the refresh at the pinned issuer decides
     if not any(same_issuer(pinned_issuer, candidate) for candidate in protected.authorization_servers):
         raise _changed(legs.server)
+
+
+def probe_challenge(legs: OAuthLegs, mcp_url: str) -> Challenge | None:
+    """The MCP server's challenge to an unauthenticated ``initialize``, for an operator's Connect
+    (its scopes and metadata URL start the flow as the specification says); None when the
+    server answers without asking for authorization."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "nr-llm"}},
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    try:
+        answer = legs.post_json(mcp_url, "MCP endpoint", message, accept)
+    except McpTransportError as exc:
+        if exc.kind in ("content_type", "malformed"):
+            return None  # it answered (an event stream, say): no authorization asked for
+        raise
+    if answer.status not in (401, 403):
+        return None
+    return parse_challenge(answer.headers.get("WWW-Authenticate"))
 
 
 def same_issuer(a: str, b: str) -> bool:

@@ -125,9 +125,11 @@ class OAuthLegs:
         head = {"Content-Type": "application/x-www-form-urlencoded", **headers}
         return self._leg("POST", url, what, body, head)
 
-    def post_json(self, url: str, what: str, payload: Mapping[str, Any]) -> Answer:
+    def post_json(
+        self, url: str, what: str, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
+    ) -> Answer:
         body = json.dumps(payload, separators=(",", ":")).encode()
-        return self._leg("POST", url, what, body, {"Content-Type": "application/json"})
+        return self._leg("POST", url, what, body, {"Content-Type": "application/json", **(headers or {})})
 
     def _leg(
         self, method: str, url: str, what: str, body: bytes | None, headers: Mapping[str, str]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nr_llm.mcp.errors import AuthorizationError
-from nr_llm.mcp.oauth import discover
+from nr_llm.mcp.oauth import discover, probe_challenge
 from nr_llm.mcp.oauth.discovery import covers
 
 from .world import AS_METADATA, ISSUER, MCP, MCP_ORIGIN, PRM_PATH, PRM_ROOT, World, as_metadata, legs_for
@@ -140,3 +140,20 @@ def test_incomplete_protected_resource_metadata_is_a_discovery_failure(world: Wo
     with pytest.raises(AuthorizationError) as caught:
         discover(legs_for(deadline), MCP, None)
     assert caught.value.reason == "discovery"
+
+
+def test_probing_reads_the_challenge_of_an_unauthenticated_initialize(world: World, deadline) -> None:
+    """An operator's Connect learns scopes and metadata URL from the server's own 401."""
+    world.serve(
+        "POST", MCP, 401, "", **{"WWW-Authenticate": f'Bearer resource_metadata="{PRM_PATH}", scope="a b"'}
+    )
+    challenge = probe_challenge(legs_for(deadline), MCP)
+    assert challenge is not None and (challenge.resource_metadata, challenge.scopes) == (PRM_PATH, ("a", "b"))
+    assert world.sent[0].json is not None and world.sent[0].json["method"] == "initialize"
+    assert "Authorization" not in world.sent[0].headers
+
+
+def test_probing_a_server_that_asks_nothing_is_none(world: World, deadline) -> None:
+    """A server that answers initialize (here as an event stream) asks for no authorization."""
+    world.mock.add("POST", MCP, body="data: {}\n\n", content_type="text/event-stream")
+    assert probe_challenge(legs_for(deadline), MCP) is None
