@@ -100,14 +100,19 @@ for _name, _read in _NR_LLM_FROM_ENV.items():
         globals()[_name] = _read(_name)
 
 # Every completion is an access record on nr_llm.access (stderr, via "nr_llm"), so the
-# server console shows each request once. Structured RequestEvents (nr_llm.requests)
-# go to stderr as JSON lines only when LOG_REQUEST_EVENTS is set.
+# server console shows each request once: django.request's 4xx warnings ("Not Found: /x")
+# are dropped for requests the access record covers (its 5xx errors, with their
+# tracebacks, stay). Structured RequestEvents (nr_llm.requests) go to stderr as JSON lines
+# only when LOG_REQUEST_EVENTS is set.
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "jsonl": {"()": "nr_llm.observability.json_lines.JsonLinesFormatter"},
+    },
+    "filters": {
+        "access_recorded": {"()": "nr_llm.observability.log_filters.AccessRecordedFilter"},
     },
     "handlers": {
         "stderr": {"class": "logging.StreamHandler", "formatter": "plain"},
@@ -119,6 +124,7 @@ LOGGING: dict[str, Any] = {
         },
     },
     "loggers": {
+        "django.request": {"filters": ["access_recorded"]},
         "nr_llm": {"handlers": ["stderr"], "level": "INFO", "propagate": True},
         "project": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
         "nr_llm.requests": {
