@@ -13,6 +13,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,6 +130,11 @@ def demo_env(var_dir: Path, site_port: int, mcp_port: int) -> dict[str, str]:
     return env
 
 
+def _this_venv() -> list[str]:
+    """The virtualenv running the tests (CI's Django 6 job has its own), for make's VENV."""
+    return [f"VENV={sys.prefix}"] if sys.prefix != sys.base_prefix else []
+
+
 def _read_banner(make: subprocess.Popen[bytes], console: Path) -> str:
     assert make.stdout is not None
     deadline = time.monotonic() + START_SECONDS
@@ -156,7 +162,7 @@ def running_demo(var_dir: Path) -> Iterator[Demo]:
     console = var_dir / f"console-{site_port}.log"
     with console.open("wb") as sink:
         make = subprocess.Popen(
-            ["make", "--no-print-directory", "demo"],
+            ["make", "--no-print-directory", "demo", *_this_venv()],
             cwd=ROOT,
             env=demo_env(var_dir, site_port, mcp_port),
             stdout=subprocess.PIPE,
