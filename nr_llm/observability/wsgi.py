@@ -83,7 +83,7 @@ def _body_lost(signal: DisconnectSignal, cause: BaseException | None) -> NoRetur
     """Abort ``signal`` for a body the client did not deliver and raise its reason."""
     error = ClientDisconnected(
         "the client closed the connection before sending the whole request body"
-        if cause is None or not isinstance(cause, ConnectionError)
+        if not isinstance(cause, ConnectionError)
         else "the client reset the connection during the request body"
     )
     error.__cause__ = cause
