@@ -18,7 +18,8 @@ from project.demo import STOP_WAIT_SECONDS
 
 from .demo_process import Demo, port_open, running_demo, survivors
 
-pytestmark = pytest.mark.e2e
+# A cold `make demo` (a fresh SQLite migrated) on a busy 2-core machine can take a minute.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 EXIT_SECONDS = 60.0
 

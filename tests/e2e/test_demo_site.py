@@ -22,7 +22,8 @@ from tests.peers import ROOT
 
 from .demo_process import Demo, running_demo
 
-pytestmark = pytest.mark.e2e
+# A cold `make demo` (a fresh SQLite migrated) on a busy 2-core machine can take a minute.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 DEMO_TOOLS = {"echo", "add", "slow", "pixel", "fail"}
 WAIT_SECONDS = 15.0
