@@ -104,11 +104,17 @@ def _wait_for_port(
     raise SystemExit(f"nothing is listening on 127.0.0.1:{port} after {seconds:g} s")
 
 
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read, never readable by others even for a moment."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(text)
+
+
 def _kept_token(path: Path, nbytes: int) -> str:
     """A random token made once per checkout and kept in the ignored var folder."""
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(nbytes))
-        path.chmod(0o600)
+        _write_private(path, secrets.token_urlsafe(nbytes))
     return path.read_text().strip()
 
 
@@ -130,10 +136,7 @@ def write_env_file(config: DemoConfig, environment: dict[str, str]) -> None:
         f"# Any manage.py command against the demo: {manage_line(config)}",
         *(f"{name}={shlex.quote(value)}" for name, value in environment.items()),
     ]
-    path = config.env_file
-    path.touch(mode=0o600)
-    path.chmod(0o600)
-    path.write_text("\n".join(lines) + "\n")
+    _write_private(config.env_file, "\n".join(lines) + "\n")
 
 
 def _shown(path: Path) -> str:
