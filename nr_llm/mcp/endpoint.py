@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .oauth import OAuthSettings
 
 AuthPlacement = Literal["none", "bearer", "header"]
 
@@ -19,6 +22,8 @@ class Endpoint:
     auth_header_name: str = ""
     # Why a configured credential could not be resolved; the client fails closed with it.
     credential_problem: str = ""
+    # OAuth 2.1 (MCP authorization): the bearer token comes from here, not from ``credential``.
+    oauth: OAuthSettings | None = field(default=None, repr=False)
 
     @property
     def needs_credential(self) -> bool:

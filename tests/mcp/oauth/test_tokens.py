@@ -264,3 +264,13 @@ def test_a_401_naming_metadata_that_still_lists_the_issuer_refreshes(world: Worl
         _challenge(resource_metadata=header_url), "stored-access"
     )
     assert token == "access-1" and world.urls() == [header_url, TOKEN]
+
+
+def test_an_endpoint_s_repr_shows_no_oauth_secret() -> None:
+    """An Endpoint carrying OAuth settings (secret, key, store) shows none of them in repr."""
+    from nr_llm.mcp import Endpoint
+
+    config = ClientConfig(client_id="cid", client_secret="S3CRET", private_key_pem="-----KEY-----")
+    endpoint = Endpoint(identifier="demo", url=MCP, oauth=OAuthSettings(config, MemoryGrantStore()))
+    shown = repr(endpoint) + repr(endpoint.oauth)
+    assert "S3CRET" not in shown and "KEY" not in shown and "demo" in shown
