@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from nr_llm.mcp import Endpoint
 from nr_llm.mcp.deadline import OperationDeadline
 from nr_llm.mcp.errors import AuthorizationError, ChallengeError, McpTransportError
 from nr_llm.mcp.oauth import ClientConfig, Grant, MemoryGrantStore, OAuthSettings, OperationTokens
@@ -268,8 +269,6 @@ def test_a_401_naming_metadata_that_still_lists_the_issuer_refreshes(world: Worl
 
 def test_an_endpoint_s_repr_shows_no_oauth_secret() -> None:
     """An Endpoint carrying OAuth settings (secret, key, store) shows none of them in repr."""
-    from nr_llm.mcp import Endpoint
-
     config = ClientConfig(client_id="cid", client_secret="S3CRET", private_key_pem="-----KEY-----")
     endpoint = Endpoint(identifier="demo", url=MCP, oauth=OAuthSettings(config, MemoryGrantStore()))
     shown = repr(endpoint) + repr(endpoint.oauth)
