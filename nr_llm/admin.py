@@ -36,7 +36,6 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         "server_column",
         "enabled",
         "contact_column",
-        "connection_column",
         "catalogue_column",
         "policy_column",
     ]
@@ -124,16 +123,12 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         )
         return task or "none waiting or running"
 
-    @admin.display(description="last successful contact", ordering="last_contact")
-    def contact_column(self, obj: McpServer) -> str:
-        return columns.last_contact(obj.last_contact, obj.last_latency_ms, timezone.now())
-
-    @admin.display(description="transport · authentication", ordering="auth_placement")
-    def connection_column(self, obj: McpServer) -> SafeString:
+    @admin.display(description="last successful contact · connection", ordering="last_contact")
+    def contact_column(self, obj: McpServer) -> SafeString:
         return format_html(
             '{}<div class="nr-llm-detail">{}</div>',
-            columns.TRANSPORT,
-            columns.authentication(obj.auth_placement, obj.auth_header_name),
+            columns.last_contact(obj.last_contact, obj.last_latency_ms, timezone.now()),
+            columns.connection(obj.auth_placement, obj.auth_header_name),
         )
 
     @admin.display(description="tools · last import", ordering="last_imported")
@@ -147,10 +142,10 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         url = reverse("admin:nr_llm_mcptool_changelist") + f"?server__id__exact={obj.pk}"
         task = columns.import_task(obj.import_task_state, obj.import_task_since, obj.budget_seconds, now)
         return format_html(
-            '<a href="{}">{}</a>{}<div class="nr-llm-detail nr-llm-import-status">{}</div>{}',
+            '<a href="{}">{}</a>{}<div class="nr-llm-detail">{}</div>{}',
             url,
             counts,
-            format_html('<div class="nr-llm-import-task">{}</div>', task) if task else "",
+            format_html("<div>{}</div>", task) if task else "",
             columns.last_import(obj.import_status, obj.last_imported, now),
             format_html('<div class="nr-llm-detail">{}</div>', columns.error_preview(obj.import_error))
             if obj.import_error
@@ -191,7 +186,7 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
 
 @admin.register(McpTool)
 class McpToolAdmin(admin.ModelAdmin[McpTool]):
-    list_display = ["tool_name", "server", "remote_name", "enabled", "orphan_column", "try_column"]
+    list_display = ["tool_name", "server_column", "remote_name", "enabled", "orphan_column", "try_column"]
     list_filter = ["server", "enabled", "orphaned"]
     list_select_related = ["server"]
     search_fields = ["tool_name", "remote_name", "description"]
@@ -269,6 +264,12 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         # The bulk action's rule on the change form too: an orphan is not switched on.
         fields = list(super().get_readonly_fields(request, obj))
         return [*fields, "enabled"] if obj is not None and obj.orphaned and not obj.enabled else fields
+
+    @admin.display(description="server", ordering="server__name")
+    def server_column(self, obj: McpTool) -> SafeString:
+        # Not the foreign key itself: the admin keeps that on one line (class "nowrap"),
+        # and a long server name would push the Try column under the filters.
+        return format_html('{}<div class="nr-llm-detail">{}</div>', obj.server.name, obj.server.identifier)
 
     @admin.display(description="orphaned", ordering="orphaned")
     def orphan_column(self, obj: McpTool) -> SafeString | str:

@@ -49,6 +49,13 @@ def authentication(stored: str, header_name: str) -> SafeString:
     return format_html("{}", AuthPlacement(stored).label)
 
 
+def connection(stored: str, header_name: str) -> SafeString:
+    """The transport and the authentication, as one line under the contact."""
+    if stored == AuthPlacement.NONE:
+        return format_html("{}, no authentication", TRANSPORT)
+    return format_html("{}, {}", TRANSPORT, authentication(stored, header_name))
+
+
 def data_class(stored: str) -> SafeString:
     if not stored:
         return format_html('<strong class="nr-llm-warning">{}</strong>', "undeclared: imports refused")

@@ -110,3 +110,9 @@ def test_a_run_past_its_budget_reads_as_stalled_with_what_to_do():
         "Import stalled: started 12\xa0minutes ago, longer than its 20 s budget allows; "
         "its worker has probably stopped. Import again."
     ) in html
+
+
+def test_connection_names_the_transport_and_the_authentication():
+    """One line: the transport, then the authentication in words."""
+    assert columns.connection("none", "") == "Streamable HTTP, no authentication"
+    assert columns.connection("header", "X-Api-Key") == "Streamable HTTP, Named header (X-Api-Key)"
