@@ -214,8 +214,9 @@ def test_five_imports_are_queued_and_each_runs_once_on_two_workers(admin_client,
 def _blocked_tool_update() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-            "AND query LIKE 'UPDATE \"nr_llm_mcptool\"%%'"
+            # This test database only: other suites may share the PostgreSQL server.
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE \"nr_llm_mcptool\"%%'"
         )
         return bool(cursor.fetchone()[0])
 
