@@ -257,11 +257,10 @@ class Transport:
         chunks = self._chunks(response, watchdog, seconds)
         if media == "text/event-stream":
             decoder = EventStreamDecoder()
-            for chunk in chunks:
-                for event in decoder.feed(chunk):
-                    message = jsonrpc.decode(event.data, self.server, "an event")
-                    if jsonrpc.is_answer(message, request_id):
-                        return message  # type: ignore[no-any-return]
+            for event in decoder.events(chunks):
+                message = jsonrpc.decode(event.data, self.server, "an event")
+                if jsonrpc.is_answer(message, request_id):
+                    return message  # type: ignore[no-any-return]
             raise _EndedEarly(self.server, decoder.last_event_id, decoder.retry_ms)
         if media == "application/json" or media.endswith("+json"):
             raw = b"".join(chunks)
