@@ -120,4 +120,3 @@ class EventStreamDecoder:
         if not joined:
             return None  # e.g. the priming event a 2025-11-25 server sends for resumption
         return Event(data=joined, event=event, id=identifier, retry_ms=retry)
-
