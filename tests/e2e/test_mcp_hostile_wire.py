@@ -233,3 +233,10 @@ def test_the_credential_never_reaches_a_log_line_or_a_traceback(base_url: str, c
     )
     assert "HTTP/1.1" in logged  # urllib3's debug lines were captured: the check below is not vacuous
     assert secret not in logged and all(secret not in text for text in raised)
+
+
+def test_conflicting_content_lengths_are_malformed_not_an_unusable_url(base_url: str) -> None:
+    """Two Content-Length headers that disagree: the answer cannot be framed, which is the
+    server's fault ('malformed', saying so), not a URL of ours that is unusable."""
+    error = _failure(base_url, "leg/work/conflicting-length/own")
+    assert error.kind == "malformed" and "Content-Length" in str(error) and "URL" not in str(error)
