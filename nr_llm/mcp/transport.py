@@ -307,6 +307,9 @@ class Transport:
     ) -> None:
         name = self.server
         if 300 <= status < 400:
+            # Before any byte of the body is read: closing the response unread (the caller
+            # does) drops its connection, so whatever body follows is never read or reused.
+            # Location is only quoted, never parsed.
             where = clean(response.headers.get("Location", "elsewhere"))
             raise McpTransportError(
                 "redirect",
