@@ -21,13 +21,14 @@ from urllib.parse import quote, urlsplit
 
 import requests
 import urllib3.exceptions
-from requests.adapters import HTTPAdapter
 
 from ..deadline import OperationDeadline
 from ..errors import McpTransportError
+from ..headerlimit import MAX_HEADER_BYTES, HeaderFlood
 from ..hostgate import refuse_private, resolve, split_target
+from ..sessions import harden
 from ..text import clean
-from ..watchdog import POOL_CLASSES, LegWatchdog, RefusedPeer
+from ..watchdog import LegWatchdog, RefusedPeer
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 _CHUNK_BYTES = 64 * 1024
@@ -39,13 +40,6 @@ class Answer:
     # The JSON object of the body; None when the body was not JSON (only for non-2xx answers).
     body: dict[str, Any] | None
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-
-
-class _WatchedAdapter(HTTPAdapter):
-    # TODO(after issue 10): share with transport.py's adapter, which may not be edited yet.
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = POOL_CLASSES
 
 
 def vet_url(url: object, server: str, what: str, *, allow_private_networks: bool) -> str:
@@ -163,6 +157,13 @@ class OAuthLegs:
                 if watchdog.fired:
                     raise self._timeout(what, wall_seconds) from exc
                 raise
+            except HeaderFlood:
+                raise McpTransportError(
+                    "too_large",
+                    self.server,
+                    f"MCP server {self.server!r}: its {what} sent headers over "
+                    f"{MAX_HEADER_BYTES // 1024} KiB; reading stopped there.",
+                ) from None
             except RefusedPeer:
                 raise McpTransportError(
                     "refused_host",
@@ -213,15 +214,7 @@ class OAuthLegs:
 
     def _open(self) -> requests.Session:
         if self._session is None:
-            session = self._session_factory()
-            # Direct connections only: through a proxy the gate would judge the wrong address,
-            # and a .netrc password must not reach an authorization server.
-            session.trust_env = False
-            session.proxies.clear()
-            adapter = _WatchedAdapter(max_retries=0)
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
-            self._session = session
+            self._session = harden(self._session_factory())
         return self._session
 
     def _answer(

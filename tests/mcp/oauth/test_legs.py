@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import ipaddress
 import json
@@ -276,3 +277,66 @@ def test_no_token_or_secret_reaches_a_log_record(caplog) -> None:
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert not [secret for secret in secrets if secret in logged]
     assert not [secret for secret in secrets if secret in repr(renewed) + repr(grant)]
+
+
+@contextmanager
+def _raw_server(reply: bytes) -> Iterator[int]:
+    """A socket server that sends ``reply`` to every connection, whatever was asked."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    done = threading.Event()
+
+    def serve() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(10)
+            with conn:
+                conn.recv(65536)
+                with contextlib.suppress(OSError):  # the client stopped reading: that is the point
+                    conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        done.set()
+        listener.close()
+        thread.join(10)
+
+
+def test_a_header_flood_is_too_large(monkeypatch) -> None:
+    """Headers past the allowance from an authorization server stop reading: too_large, no crash."""
+    from ..scripted import FakeClock
+
+    flood = (
+        b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 900) for i in range(90)) + b"\r\n"
+    )
+    with _raw_server(flood) as port, pytest.raises(McpTransportError) as caught:
+        legs = OAuthLegs("demo", OperationDeadline(10, FakeClock(), "demo"), allow_private_networks=True)
+        legs.get(f"http://127.0.0.1:{port}/meta", "authorization server metadata")
+    assert caught.value.kind == "too_large" and "headers" in str(caught.value)
+
+
+def test_a_redirect_s_body_is_never_read(monkeypatch) -> None:
+    """A 302 announcing a huge body is refused from its status alone, quickly, without reading it."""
+    import time
+
+    from ..scripted import FakeClock
+
+    head = b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/x\r\nContent-Length: 50000000\r\n\r\n"
+    deadline = OperationDeadline(10, FakeClock(), "demo")
+    with _raw_server(head + b"x" * 1_000_000) as port:
+        started = time.monotonic()
+        with (
+            pytest.raises(McpTransportError) as caught,
+            OAuthLegs("demo", deadline, allow_private_networks=True) as legs,
+        ):
+            legs.get(f"http://127.0.0.1:{port}/meta", "authorization server metadata")
+        elapsed = time.monotonic() - started
+    assert caught.value.kind == "redirect" and elapsed < 5
