@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import secrets
+import socket
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -27,12 +28,13 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 import pytest
 import requests
 
-from tests.peers import running
+from tests.peers import announced_port, spawned
 
 # Loopback redirect URIs match on any port (RFC 8252 §7.3, which the toolkit applies), so a
 # client registered with http://127.0.0.1/callback accepts http://127.0.0.1:<port>/callback.
 DEFAULT_REDIRECT_URIS = ("http://127.0.0.1/callback",)
 REQUEST_SECONDS = 10.0
+STARTUP_SECONDS = 30.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,8 +129,40 @@ class AuthorizationServer:
         ``state`` and ``iss``, or ``error``), without following it. Raises AssertionError
         when the server answers anything else (e.g. an error page for a bad request).
         """
-        browser = session or requests.Session()
-        return _approve(self, browser, authorization_url, allow=allow)
+        if session is not None:
+            return _approve(self, session, authorization_url, allow=allow)
+        with requests.Session() as browser:
+            return _approve(self, browser, authorization_url, allow=allow)
+
+    def register_client(
+        self,
+        redirect_uris: list[str],
+        *,
+        confidential: bool = True,
+        grant_type: str = "authorization_code",
+        name: str = "registered by a test",
+    ) -> OAuthClient:
+        """A new client by dynamic registration (RFC 7591), e.g. for a redirect URI of one test."""
+        grant_types = [grant_type, "refresh_token"] if grant_type == "authorization_code" else [grant_type]
+        answer = requests.post(
+            self.registration_endpoint,
+            json={
+                "client_name": name,
+                "redirect_uris": redirect_uris,
+                "grant_types": grant_types,
+                "token_endpoint_auth_method": "client_secret_basic" if confidential else "none",
+            },
+            timeout=REQUEST_SECONDS,
+        )
+        if answer.status_code != 201:
+            raise AssertionError(f"registration refused (HTTP {answer.status_code}): {answer.text[:500]}")
+        registered = answer.json()
+        return OAuthClient(
+            client_id=registered["client_id"],
+            client_secret=registered.get("client_secret"),
+            grant_type=grant_type,
+            redirect_uris=tuple(registered["redirect_uris"]),
+        )
 
     def authorization_code_tokens(
         self,
@@ -210,46 +244,61 @@ def pkce_pair() -> tuple[str, str]:
 def start_oauth_peers(
     *, access_token_seconds: int = 300, redirect_uris: tuple[str, ...] = DEFAULT_REDIRECT_URIS
 ) -> Iterator[OAuthPeers]:
-    """Start both peers (authorization server first: the MCP server needs its URLs); stop both."""
-    with tempfile.TemporaryDirectory(prefix="oauth-peer-") as folder:
-        directory = Path(folder)
+    """Start both peers side by side, wait for both, stop both afterwards."""
+    with contextlib.ExitStack() as stack:
+        directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="oauth-peer-")))
         seed = _seed(redirect_uris)
         (directory / "seed.json").write_text(json.dumps(seed))
-        command = [
-            sys.executable,
-            "-m",
-            "tests.peers.oauth_server",
-            "--dir",
-            str(directory),
-            "--access-token-seconds",
-            str(access_token_seconds),
-        ]
-        with running(command) as auth_port:
-            auth = _authorization_server(
-                f"http://127.0.0.1:{auth_port}", seed, access_token_seconds, directory
+        # The authorization server's socket is bound here and handed down, so its issuer URL
+        # is known before it starts and the MCP server (which needs it) starts at the same time.
+        listener = stack.enter_context(socket.socket())
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        issuer = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        auth = _authorization_server(issuer, seed, access_token_seconds, directory)
+        resource = auth.resource_server_client
+        assert resource.client_secret is not None
+        auth_process = stack.enter_context(
+            spawned(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.peers.oauth_server",
+                    "--dir",
+                    str(directory),
+                    "--fd",
+                    str(listener.fileno()),
+                    "--access-token-seconds",
+                    str(access_token_seconds),
+                ],
+                pass_fds=[listener.fileno()],
             )
-            resource = auth.resource_server_client
-            assert resource.client_secret is not None
-            mcp_command = [
-                sys.executable,
-                "-m",
-                "tests.peers.oauth_mcp_server",
-                "--issuer",
-                auth.issuer,
-                "--introspection-url",
-                auth.introspection_endpoint,
-                "--client-id",
-                resource.client_id,
-            ]
-            env = {"OAUTH_MCP_INTROSPECTION_SECRET": resource.client_secret}
-            with running(mcp_command, env=env) as mcp_port:
-                mcp = ProtectedMcpServer(
-                    url=f"http://127.0.0.1:{mcp_port}/mcp",
-                    resource_metadata_url=f"http://127.0.0.1:{mcp_port}/.well-known/oauth-protected-resource/mcp",
-                    required_scope="mcp:tools",
-                    admin_scope="mcp:admin",
-                )
-                yield OAuthPeers(auth=auth, mcp=mcp)
+        )
+        mcp_process = stack.enter_context(
+            spawned(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.peers.oauth_mcp_server",
+                    "--issuer",
+                    issuer,
+                    "--introspection-url",
+                    auth.introspection_endpoint,
+                    "--client-id",
+                    resource.client_id,
+                ],
+                env={"OAUTH_MCP_INTROSPECTION_SECRET": resource.client_secret},
+            )
+        )
+        announced_port(auth_process, STARTUP_SECONDS)
+        mcp_port = announced_port(mcp_process, STARTUP_SECONDS)
+        mcp = ProtectedMcpServer(
+            url=f"http://127.0.0.1:{mcp_port}/mcp",
+            resource_metadata_url=f"http://127.0.0.1:{mcp_port}/.well-known/oauth-protected-resource/mcp",
+            required_scope="mcp:tools",
+            admin_scope="mcp:admin",
+        )
+        yield OAuthPeers(auth=auth, mcp=mcp)
 
 
 @pytest.fixture(scope="session")

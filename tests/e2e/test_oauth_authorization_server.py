@@ -218,28 +218,35 @@ def test_client_credentials_with_basic_and_post_authentication(oauth_peers):
 def test_dynamic_registration_creates_a_working_client(oauth_peers):
     """RFC 7591: an anonymous registration returns a client id (and secret) that completes a grant."""
     auth = oauth_peers.auth
-    answer = requests.post(
-        auth.registration_endpoint,
-        json={
-            "client_name": "registered by a test",
-            "redirect_uris": ["http://127.0.0.1/registered/callback"],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_method": "client_secret_basic",
-        },
-        timeout=REQUEST_SECONDS,
-    )
-    assert answer.status_code == 201, answer.text
-    registered = answer.json()
-    assert registered["grant_types"] == ["authorization_code", "refresh_token"]
-    assert registered["registration_client_uri"].startswith(auth.issuer)
+    before = len(auth.requests_seen("register"))
+    confidential = auth.register_client(["http://127.0.0.1/registered/callback"])
+    public = auth.register_client(["http://localhost/registered/callback"], confidential=False)
 
-    from tests.oauth_peers import OAuthClient
+    assert confidential.client_secret
+    assert public.client_secret is None
+    assert len(auth.requests_seen("register")) == before + 2
+    for client, callback in (
+        (confidential, "http://127.0.0.1:8/registered/callback"),
+        (public, "http://localhost:8/registered/callback"),
+    ):
+        tokens = auth.authorization_code_tokens(client, resource=oauth_peers.mcp.url, redirect_uri=callback)
+        assert tokens["refresh_token"]
 
-    client = OAuthClient(registered["client_id"], registered["client_secret"], "authorization_code")
-    tokens = auth.authorization_code_tokens(
-        client, resource=oauth_peers.mcp.url, redirect_uri="http://127.0.0.1:8/registered/callback"
+
+def test_a_redirect_uri_never_registered_gets_no_redirect(oauth_peers):
+    """A different path is not the client's: the server shows an error page and sends no code anywhere."""
+    auth = oauth_peers.auth
+    query = urlencode(
+        {
+            "response_type": "code",
+            "client_id": auth.public_client.client_id,
+            "redirect_uri": "http://127.0.0.1:9/elsewhere",
+            "code_challenge": pkce_pair()[1],
+            "code_challenge_method": "S256",
+        }
     )
-    assert tokens["refresh_token"]
+    with pytest.raises(AssertionError, match="no consent page"):
+        auth.approve(f"{auth.authorization_endpoint}?{query}")
 
 
 def test_revoked_access_token_is_inactive(oauth_peers):

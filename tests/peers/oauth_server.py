@@ -1,9 +1,11 @@
 """The authorization-server peer: django-oauth-toolkit in a Django site of its own, under gunicorn.
 
-``python -m tests.peers.oauth_server --dir DIR [--port N] [--access-token-seconds S]``:
+``python -m tests.peers.oauth_server --dir DIR [--port N | --fd FD] [--access-token-seconds S]``:
 DIR holds seed.json (the user and clients to create, see tests/peers/oauth_site/seed.py), and
-receives the SQLite file and the request log. Binds 127.0.0.1 (an OS-chosen port unless
---port), migrates, seeds, prints ``PORT <n>`` and serves until terminated.
+receives the SQLite file and the request log. Listens on 127.0.0.1 (an OS-chosen port unless
+--port; or on the listening socket FD its parent bound, so that the parent knows the issuer
+URL before this process has started), migrates, seeds, prints ``PORT <n>`` and serves until
+terminated.
 """
 
 from __future__ import annotations
@@ -49,14 +51,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dir", required=True)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--fd", type=int, default=None)
     parser.add_argument("--access-token-seconds", type=int, default=300)
     parser.add_argument("--threads", type=int, default=4)
     args = parser.parse_args()
 
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
-    sock.listen(128)
+    if args.fd is not None:
+        sock = socket.socket(fileno=args.fd)
+    else:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", args.port))
+        sock.listen(128)
     sock.set_inheritable(True)
     port = sock.getsockname()[1]
     os.environ["OAUTH_PEER_DIR"] = args.dir

@@ -108,6 +108,9 @@ OAUTH2_PROVIDER = {
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Loopback redirect URIs match on any port (RFC 8252 §7.3); pytest-django's live server
+    # is on "localhost", so that name counts as loopback too.
+    "ALLOW_LOCALHOST_LOOPBACK": True,
     # Consent is asked on every authorization request, so a browser test always sees it.
     "REQUEST_APPROVAL_PROMPT": "force",
     # RFC 9700 behaviour now rather than at the toolkit's 4.0: S256 only, no implicit or
