@@ -7,6 +7,7 @@ registration, introspection, revocation — all on 127.0.0.1.
 
 from __future__ import annotations
 
+import threading
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
@@ -264,3 +265,35 @@ def test_revoked_access_token_is_inactive(oauth_peers):
     )
     assert answer.status_code == 200
     assert _introspect(oauth_peers, tokens["access_token"]) == {"active": False}
+
+
+def test_simultaneous_refreshes_of_one_token_never_fork_the_grant(oauth_peers):
+    """Two requests presenting one refresh token at once: both reach the server, and at most one
+    new refresh token results (the toolkit answers a concurrent duplicate with the same pair, or
+    refuses it). A client's double refresh shows in the request count, not always as a failure."""
+    auth, client = oauth_peers.auth, oauth_peers.auth.confidential_client
+    assert client.client_secret is not None
+    credentials = (client.client_id, client.client_secret)
+    tokens = auth.authorization_code_tokens(client, resource=oauth_peers.mcp.url)
+    before = auth.token_requests("refresh_token")
+    barrier = threading.Barrier(2, timeout=REQUEST_SECONDS)
+    answers: list[requests.Response] = []
+
+    def refresh() -> None:
+        barrier.wait()
+        data = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
+        answers.append(_token(oauth_peers, data, credentials))
+
+    threads = [threading.Thread(target=refresh) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=2 * REQUEST_SECONDS)
+
+    assert len(answers) == 2
+    statuses = sorted(answer.status_code for answer in answers)
+    assert statuses in ([200, 200], [200, 400]), statuses
+    issued = {answer.json()["refresh_token"] for answer in answers if answer.status_code == 200}
+    assert len(issued) == 1
+    assert tokens["refresh_token"] not in issued
+    assert auth.token_requests("refresh_token") == before + 2
