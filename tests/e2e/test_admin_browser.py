@@ -31,13 +31,14 @@ def browser_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ob
     # Playwright's sync API runs an event loop in this thread; the test's ORM reads are
     # plain synchronous queries against the test database, not async code.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    try:
-        with chromium_page(tmp_path / "chromium-profile") as page:  # a fresh profile per test
+    with chromium_page(tmp_path / "chromium-profile") as page:  # a fresh profile per test
+        try:
             yield page
-    finally:
-        # Queries made while the loop ran used connections of their own; left open,
-        # they would keep PostgreSQL from dropping the test database.
-        connections.close_all()
+        finally:
+            # Queries made while the loop ran used connections of their own; left open,
+            # they would keep PostgreSQL from dropping the test database. Closed inside
+            # Playwright's block: a close_all() after leaving it left one open.
+            connections.close_all()
 
 
 def _run_action(page, label: str) -> str:
