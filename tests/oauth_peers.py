@@ -29,6 +29,7 @@ import pytest
 import requests
 
 from tests.peers import announced_port, spawned
+from tests.peers.oauth_site import fingerprint as fingerprint  # the request log's name for a token
 
 # Loopback redirect URIs match on any port (RFC 8252 §7.3, which the toolkit applies), so a
 # client registered with http://127.0.0.1/callback accepts http://127.0.0.1:<port>/callback.
@@ -226,11 +227,6 @@ class ProtectedMcpServer:
 class OAuthPeers:
     auth: AuthorizationServer
     mcp: ProtectedMcpServer
-
-
-def fingerprint(token: str) -> str:
-    """The fingerprint under which the request log names a refresh token."""
-    return hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
 def pkce_pair() -> tuple[str, str]:

@@ -9,14 +9,15 @@ request presented appears only as a short SHA-256 fingerprint (never the token i
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import time
 from collections.abc import Callable
+from urllib.parse import unquote
 
 from django.http import HttpRequest, HttpResponse
 
+from tests.peers.oauth_site import fingerprint
 from tests.peers.oauth_site.settings import REQUEST_LOG
 
 ENDPOINTS = {
@@ -28,11 +29,6 @@ ENDPOINTS = {
 }
 
 
-def fingerprint(secret: str) -> str:
-    """The first 16 hex digits of the SHA-256 of a token: enough to tell two tokens apart."""
-    return hashlib.sha256(secret.encode()).hexdigest()[:16]
-
-
 def _client_id(request: HttpRequest) -> str | None:
     header = request.META.get("HTTP_AUTHORIZATION", "")
     if header.lower().startswith("basic "):
@@ -40,8 +36,6 @@ def _client_id(request: HttpRequest) -> str | None:
             decoded = base64.b64decode(header[6:]).decode()
         except (ValueError, UnicodeDecodeError):
             return None
-        from urllib.parse import unquote
-
         return unquote(decoded.partition(":")[0])
     value = request.POST.get("client_id") or request.GET.get("client_id")
     return value or None
