@@ -297,3 +297,16 @@ def test_simultaneous_refreshes_of_one_token_never_fork_the_grant(oauth_peers):
     assert len(issued) == 1
     assert tokens["refresh_token"] not in issued
     assert auth.token_requests("refresh_token") == before + 2
+
+
+def test_signing_in_sets_no_cookie_a_django_site_on_127_0_0_1_uses(oauth_peers):
+    """Cookies ignore the port: the peer's session and CSRF cookies have names of their own, so
+    signing in there never replaces the admin's ``sessionid`` or ``csrftoken`` in the browser."""
+    auth = oauth_peers.auth
+    with requests.Session() as browser:
+        location = auth.approve(_authorize_url(oauth_peers, auth.public_client.client_id), session=browser)
+        names = {cookie.name for cookie in browser.cookies}
+
+    assert "code" in parse_qs(urlsplit(location).query)
+    assert {"oauth_peer_sessionid", "oauth_peer_csrftoken"} <= names
+    assert not names & {"sessionid", "csrftoken"}

@@ -92,6 +92,10 @@ STATIC_URL = "/static/"
 # The toolkit's own stylesheet, served by the peer (no collectstatic for a throwaway site).
 STATIC_DIR = Path(oauth2_provider.__file__).resolve().parent / "static"
 LOGIN_URL = "/accounts/login/"
+# Cookies are not kept apart by port: with the site under test also on 127.0.0.1, both would
+# use "sessionid" and "csrftoken", and signing in here would sign the operator out there.
+SESSION_COOKIE_NAME = "oauth_peer_sessionid"
+CSRF_COOKIE_NAME = "oauth_peer_csrftoken"
 
 OAUTH2_PROVIDER = {
     "OIDC_ISS_ENDPOINT": ISSUER,
