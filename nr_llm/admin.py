@@ -22,10 +22,43 @@ from django.utils.safestring import SafeString
 
 from . import admin_columns as columns
 from . import connection, tasks, tool_trial
+from .authorization import columns as authorization_columns
+from .authorization import service as authorization_service
+from .authorization import views as authorization_views
 from .forms import McpServerForm, TryToolForm
 from .models import McpServer, McpTool
 
 STYLES = {"all": ["nr_llm/admin.css"]}
+
+
+def _has_grant_row(server: McpServer) -> bool:
+    try:
+        server.oauth_grant  # noqa: B018 - raises when there is no row yet
+    except McpServer.oauth_grant.RelatedObjectDoesNotExist:
+        return False
+    return True
+
+
+def _connection_line(server: McpServer) -> SafeString:
+    """Transport and authentication; for OAuth, the grant's state in the same line."""
+    line = columns.connection(server.auth_placement, server.auth_header_name)
+    if not server.uses_oauth:
+        return line
+    record = server.oauth_grant if _has_grant_row(server) else None
+    return format_html("{}: {}", line, authorization_columns.cell(server, record, timezone.now()))
+
+
+class NeedsAttentionFilter(admin.SimpleListFilter):
+    title = "authorization"
+    parameter_name = "authorization"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("attention", "Needs attention")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> QuerySet[McpServer]:
+        if self.value() == "attention":
+            return queryset.filter(authorization_columns.needs_attention())
+        return queryset
 
 
 @admin.register(McpServer)
@@ -40,11 +73,13 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         "policy_column",
     ]
     list_display_links = ["server_column"]
-    list_filter = ["enabled", "import_status", "data_class"]
+    list_filter = ["enabled", NeedsAttentionFilter, "import_status", "data_class"]
     search_fields = ["identifier", "name", "url"]
     actions = ["test_connection_action", "import_catalogue_action"]
     readonly_fields = [
         "credential_state",
+        "oauth_secret_state",
+        "oauth_status",
         "import_status",
         "import_task_column",
         "import_error",
@@ -72,6 +107,24 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
             },
         ),
         (
+            "OAuth 2.1",
+            {
+                "description": "Used when Authentication is OAuth 2.1.",
+                "fields": [
+                    "oauth_status",
+                    "oauth_grant_type",
+                    "oauth_registration",
+                    "oauth_client_id",
+                    "oauth_secret_state",
+                    "new_oauth_client_secret",
+                    "new_oauth_private_key",
+                    "clear_oauth_client_secret",
+                    "oauth_key_id",
+                    "oauth_scopes",
+                ],
+            },
+        ),
+        (
             "Observed",
             {
                 "fields": [
@@ -92,11 +145,34 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     class Media:
         css = STYLES
 
+    def get_urls(self) -> list[URLPattern]:
+        # Before the inherited patterns: their "<object_id>/" would otherwise swallow these.
+        wrap = self.admin_site.admin_view
+        return [
+            path(
+                "oauth/callback/",
+                wrap(lambda request: authorization_views.callback(self, request)),
+                name="nr_llm_oauth_callback",
+            ),
+            path(
+                "<path:object_id>/oauth/connect/",
+                wrap(lambda request, object_id: authorization_views.connect(self, request, object_id)),
+                name="nr_llm_mcpserver_oauth_connect",
+            ),
+            path(
+                "<path:object_id>/oauth/disconnect/",
+                wrap(lambda request, object_id: authorization_views.disconnect(self, request, object_id)),
+                name="nr_llm_mcpserver_oauth_disconnect",
+            ),
+            *super().get_urls(),
+        ]
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpServer]:
         # One query for the tools column instead of three per row.
         return (
             super()
             .get_queryset(request)
+            .select_related("oauth_grant")
             .annotate(
                 tools_total=Count("tools"),
                 tools_enabled=Count("tools", filter=Q(tools__enabled=True)),
@@ -111,6 +187,42 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         if obj.credential_env:
             return f"from environment variable {obj.credential_env}"
         return "not set"
+
+    @admin.display(description="Stored client secret or key")
+    def oauth_secret_state(self, obj: McpServer) -> str:
+        held = [
+            what
+            for what, ciphertext in (
+                ("client secret", obj.oauth_client_secret_ciphertext),
+                ("private key", obj.oauth_private_key_ciphertext),
+            )
+            if ciphertext
+        ]
+        return " and ".join(held) + " set" if held else "not set"
+
+    @admin.display(description="authorization")
+    def oauth_status(self, obj: McpServer) -> SafeString | str:
+        if obj.pk is None or not obj.uses_oauth:
+            return "Choose OAuth 2.1 as the authentication and save to connect."
+        record = getattr(obj, "oauth_grant", None) if _has_grant_row(obj) else None
+        now = timezone.now()
+        try:
+            callback = authorization_service.redirect_uri()
+        except authorization_service.ConnectRefused as exc:
+            callback = str(exc)
+        connect = reverse("admin:nr_llm_mcpserver_oauth_connect", args=[obj.pk])
+        disconnect = reverse("admin:nr_llm_mcpserver_oauth_disconnect", args=[obj.pk])
+        # formaction: the buttons post the change form's CSRF token to their own view,
+        # which ignores the other fields (a nested form is not allowed in HTML).
+        return format_html(
+            '{}<div class="nr-llm-detail">Redirect URI to register: <code>{}</code></div>'
+            '<div><button type="submit" class="button" formaction="{}" formnovalidate>Connect</button> '
+            '<button type="submit" class="button" formaction="{}" formnovalidate>Disconnect</button></div>',
+            authorization_columns.cell(obj, record, now),
+            callback,
+            connect,
+            disconnect,
+        )
 
     @admin.display(description="server", ordering="name")
     def server_column(self, obj: McpServer) -> SafeString:
@@ -128,7 +240,7 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         return format_html(
             '{}<div class="nr-llm-detail">{}</div>',
             columns.last_contact(obj.last_contact, obj.last_latency_ms, timezone.now()),
-            columns.connection(obj.auth_placement, obj.auth_header_name),
+            _connection_line(obj),
         )
 
     @admin.display(description="tools · last import", ordering="last_imported")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error
@@ -82,6 +83,31 @@ def check_request_events(**kwargs: Any) -> list[CheckMessage]:
     ]
 
 
+def check_public_base_url(**kwargs: Any) -> list[CheckMessage]:
+    raw = getattr(settings, "NR_LLM_PUBLIC_BASE_URL", _MISSING)
+    if raw is _MISSING or raw is None or raw == "":
+        return []
+    parts = urlsplit(raw) if isinstance(raw, str) else None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path.strip("/")
+        or parts.query
+        or parts.fragment
+        or parts.username is not None
+    ):
+        return [
+            Error(
+                "NR_LLM_PUBLIC_BASE_URL must be the site's origin such as 'https://example.org', "
+                f"not {raw!r}.",
+                hint="Where an operator's browser reaches this site; OAuth redirect URIs are built on it.",
+                id="nr_llm.E005",
+            )
+        ]
+    return []
+
+
 COMPLETION_MIDDLEWARE = "nr_llm.observability.middleware.RequestCompletionMiddleware"
 
 
@@ -106,6 +132,7 @@ def register() -> None:
         check_allow_private_networks,
         check_credential_keys,
         check_request_events,
+        check_public_base_url,
         check_completion_middleware_is_last,
     ):
         register_check(check, "nr_llm")

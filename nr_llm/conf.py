@@ -61,6 +61,13 @@ class Settings:
         return [django_settings.SECRET_KEY, *getattr(django_settings, "SECRET_KEY_FALLBACKS", [])]
 
     @property
+    def PUBLIC_BASE_URL(self) -> str:
+        """The site's own public origin (``https://example.org``), for OAuth redirect URIs and
+        client metadata URLs: behind a proxy ``build_absolute_uri`` can name the wrong host."""
+        raw = getattr(django_settings, "NR_LLM_PUBLIC_BASE_URL", "")
+        return raw.rstrip("/") if isinstance(raw, str) else ""
+
+    @property
     def REQUEST_EVENTS(self) -> dict[str, Any]:
         """Structured request events: ``include_cancelled`` is off by default (seed 003)."""
         configured = getattr(django_settings, "NR_LLM_REQUEST_EVENTS", None)

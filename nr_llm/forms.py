@@ -7,8 +7,30 @@ from typing import Any
 
 from django import forms
 
+from . import credentials
 from .arguments import argument_problems
 from .models import McpServer
+
+
+class WriteOnlyTextarea(forms.Textarea):
+    """A textarea that never renders a value back (a PEM key re-shown after an error is a leak)."""
+
+    def format_value(self, value: Any) -> None:
+        return None
+
+
+def private_key_problem(pem: str) -> str:
+    """Why ``pem`` cannot sign a client assertion, or "" (the message never quotes the key)."""
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        key = load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError):
+        return "This is not an unencrypted PEM private key."
+    if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        return "Use an EC (P-256) or RSA key."
+    return ""
 
 
 class McpServerForm(forms.ModelForm[McpServer]):
@@ -25,6 +47,24 @@ class McpServerForm(forms.ModelForm[McpServer]):
         label="Clear the stored credential", required=False, help_text="Removes the stored secret."
     )
 
+    new_oauth_client_secret = forms.CharField(
+        label="Client secret",
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only. A pre-registered client's secret; empty keeps the stored one.",
+    )
+    new_oauth_private_key = forms.CharField(
+        label="Private key (PEM)",
+        required=False,
+        strip=True,
+        widget=WriteOnlyTextarea(attrs={"rows": 4, "cols": 64, "autocomplete": "off"}),
+        help_text="Write-only. For private_key_jwt (ES256/RS256) instead of a secret; empty keeps it.",
+    )
+    clear_oauth_client_secret = forms.BooleanField(
+        label="Clear the stored client secret and key", required=False
+    )
+
     class Meta:
         model = McpServer
         fields = [
@@ -39,7 +79,24 @@ class McpServerForm(forms.ModelForm[McpServer]):
             "auth_placement",
             "auth_header_name",
             "credential_env",
+            "oauth_grant_type",
+            "oauth_registration",
+            "oauth_client_id",
+            "oauth_key_id",
+            "oauth_scopes",
         ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Only meaningful for OAuth: a form (or script) that leaves them out keeps the defaults.
+        for name in ("oauth_grant_type", "oauth_registration"):
+            self.fields[name].required = False
+
+    def clean_oauth_grant_type(self) -> str:
+        return str(self.cleaned_data.get("oauth_grant_type") or self.instance.oauth_grant_type)
+
+    def clean_oauth_registration(self) -> str:
+        return str(self.cleaned_data.get("oauth_registration") or self.instance.oauth_registration)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -53,7 +110,26 @@ class McpServerForm(forms.ModelForm[McpServer]):
             self.instance.credential_ciphertext = ""
         elif secret := cleaned.get("new_credential"):
             self.instance.set_credential(secret)
+        self._apply_oauth_secrets(cleaned)
         return cleaned
+
+    def _apply_oauth_secrets(self, cleaned: dict[str, Any]) -> None:
+        secret, key = cleaned.get("new_oauth_client_secret"), cleaned.get("new_oauth_private_key")
+        if cleaned.get("clear_oauth_client_secret"):
+            if secret or key:
+                raise forms.ValidationError(
+                    "Either replace the client secret or key, or clear them, not both."
+                )
+            self.instance.oauth_client_secret_ciphertext = ""
+            self.instance.oauth_private_key_ciphertext = ""
+            return
+        if key:
+            if problem := private_key_problem(key):
+                self.add_error("new_oauth_private_key", problem)
+                return
+            self.instance.oauth_private_key_ciphertext = credentials.encrypt(key)
+        if secret:
+            self.instance.oauth_client_secret_ciphertext = credentials.encrypt(secret)
 
 
 class TryToolForm(forms.Form):

@@ -25,6 +25,18 @@ class AuthPlacement(models.TextChoices):
     NONE = "none", "None"
     BEARER = "bearer", "Authorization: Bearer"
     HEADER = "header", "Named header"
+    OAUTH = "oauth", "OAuth 2.1"
+
+
+class OAuthGrantType(models.TextChoices):
+    AUTHORIZATION_CODE = "authorization_code", "Authorization code (an operator connects once)"
+    CLIENT_CREDENTIALS = "client_credentials", "Client credentials (no operator step)"
+
+
+class OAuthRegistration(models.TextChoices):
+    PREREGISTERED = "preregistered", "Pre-registered client (id + secret or private key)"
+    DYNAMIC = "dynamic", "Dynamic client registration"
+    METADATA_DOCUMENT = "metadata_document", "Client ID metadata document (served by this site)"
 
 
 class DataClass(models.TextChoices):
@@ -79,6 +91,34 @@ class McpServer(models.Model):
         validators=[env_name_validator],
         help_text="Alternative to storing the credential: the name of an environment variable that holds it.",
     )
+    # OAuth 2.1 (auth_placement "oauth"): how to obtain a grant. The grant itself is kept
+    # apart (authorization.models.OAuthGrantRecord), written only by the store.
+    oauth_grant_type = models.CharField(
+        "OAuth grant",
+        max_length=32,
+        choices=OAuthGrantType.choices,
+        default=OAuthGrantType.AUTHORIZATION_CODE,
+    )
+    oauth_registration = models.CharField(
+        "client registration",
+        max_length=32,
+        choices=OAuthRegistration.choices,
+        default=OAuthRegistration.DYNAMIC,
+    )
+    oauth_client_id = models.CharField(
+        "client id", max_length=500, blank=True, help_text="For a pre-registered client only."
+    )
+    oauth_client_secret_ciphertext = models.TextField(blank=True, editable=False)
+    oauth_private_key_ciphertext = models.TextField(blank=True, editable=False)
+    oauth_key_id = models.CharField(
+        "key id", max_length=200, blank=True, help_text="The kid of the private key, if the server wants one."
+    )
+    oauth_scopes = models.CharField(
+        "scopes to request",
+        max_length=1000,
+        blank=True,
+        help_text="Space-separated. Empty: what the server's challenge or metadata asks for.",
+    )
     data_class = models.CharField(
         max_length=32,
         choices=DataClass.choices,
@@ -126,10 +166,35 @@ class McpServer(models.Model):
         super().clean()
         if self.auth_placement == AuthPlacement.HEADER and not self.auth_header_name:
             raise ValidationError({"auth_header_name": "Name the header that carries the credential."})
+        if self.auth_placement == AuthPlacement.OAUTH:
+            self._clean_oauth()
         if self.credential_ciphertext and self.credential_env:
             raise ValidationError(
                 {"credential_env": "Use either a stored credential or an environment variable, not both."}
             )
+
+    def _clean_oauth(self) -> None:
+        if self.oauth_registration == OAuthRegistration.PREREGISTERED and not self.oauth_client_id:
+            raise ValidationError({"oauth_client_id": "A pre-registered client needs its client id."})
+        if (
+            self.oauth_registration == OAuthRegistration.METADATA_DOCUMENT
+            and self.oauth_grant_type != OAuthGrantType.AUTHORIZATION_CODE
+        ):
+            raise ValidationError(
+                {"oauth_registration": "A client ID metadata document is for the authorization code grant."}
+            )
+        if (
+            self.oauth_grant_type == OAuthGrantType.CLIENT_CREDENTIALS
+            and self.oauth_registration == OAuthRegistration.PREREGISTERED
+            and not (self.oauth_client_secret_ciphertext or self.oauth_private_key_ciphertext)
+        ):
+            raise ValidationError(
+                {"oauth_client_id": "Client credentials need the client's secret or private key."}
+            )
+
+    @property
+    def uses_oauth(self) -> bool:
+        return self.auth_placement == AuthPlacement.OAUTH
 
     @property
     def budget_seconds(self) -> float:
@@ -180,3 +245,20 @@ class McpTool(models.Model):
 
     def __str__(self) -> str:
         return self.tool_name
+
+
+# Registered with this app from their own package (ARCHITECTURE.md, "Growing").
+from .authorization.models import OAuthGrantRecord, PendingAuthorization  # noqa: E402
+
+__all__ = [
+    "AuthPlacement",
+    "DataClass",
+    "ImportStatus",
+    "ImportTaskState",
+    "McpServer",
+    "McpTool",
+    "OAuthGrantRecord",
+    "OAuthGrantType",
+    "OAuthRegistration",
+    "PendingAuthorization",
+]

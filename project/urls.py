@@ -1,11 +1,12 @@
 from django.contrib import admin
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
-from django.urls import path
+from django.urls import include, path
 
 from . import views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("nr-llm/", include("nr_llm.authorization.urls")),
     path("demo/slow/", views.slow, name="demo-slow"),
     path("demo/echo/", views.echo, name="demo-echo"),
 ]

@@ -1,0 +1,276 @@
+"""Connect, callback and Disconnect: the network I/O of an operator's OAuth steps.
+
+The admin's views call these and report what they return or raise; nothing here renders
+HTML. Every exchange runs on the protocol client's OAuth legs, under one operation
+deadline of the server's budget, so a slow authorization server cannot hang a request.
+
+The pending authorization (state, PKCE verifier, pinned endpoints) is kept server-side,
+encrypted, looked up by a hash of ``state``, bound to the staff user and the server,
+valid for ``PENDING_SECONDS`` and deleted the moment a callback presents it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from .. import credentials
+from ..conf import conf
+from ..mcp.deadline import MonotonicClock, OperationDeadline
+from ..mcp.errors import McpTransportError
+from ..mcp.oauth import (
+    ClientConfig,
+    OAuthLegs,
+    OAuthSettings,
+    SystemWallClock,
+    finish_authorization,
+    start_authorization,
+)
+from ..mcp.oauth import (
+    PendingAuthorization as Pending,
+)
+from ..mcp.oauth.identity import authenticate
+from ..mcp.oauth.legs import vet_url
+from ..mcp.text import clean
+from ..models import McpServer, OAuthGrantType, OAuthRegistration
+from .models import PendingAuthorization
+from .store import DatabaseGrantStore
+
+PENDING_SECONDS = 600
+
+
+class ConnectRefused(Exception):
+    """A Connect or callback that cannot go on; the message is safe to show an operator."""
+
+    def __init__(self, message: str, server: McpServer | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+
+
+@dataclass(frozen=True)
+class Connected:
+    server: McpServer
+    scopes: tuple[str, ...]
+    expires_at: float | None
+
+
+def redirect_uri() -> str:
+    """The callback URL to pre-register at the authorization server (one for every server)."""
+    return _public_url(reverse("admin:nr_llm_oauth_callback"))
+
+
+def metadata_document_url(server: McpServer) -> str:
+    return _public_url(reverse("nr_llm_oauth_client_metadata", args=[server.identifier]))
+
+
+def _public_url(path: str) -> str:
+    base = conf.PUBLIC_BASE_URL
+    if not base:
+        raise ConnectRefused(
+            "NR_LLM_PUBLIC_BASE_URL is not set: the authorization server needs this site's public "
+            "address to send the browser back to."
+        )
+    return base + path
+
+
+def client_config(server: McpServer, *, with_redirect: bool = True) -> ClientConfig:
+    """The operator's choices for ``server``, secrets decrypted for this one operation."""
+    preregistered = server.oauth_registration == OAuthRegistration.PREREGISTERED
+    metadata = server.oauth_registration == OAuthRegistration.METADATA_DOCUMENT
+    authorization_code = server.oauth_grant_type == OAuthGrantType.AUTHORIZATION_CODE
+    return ClientConfig(
+        grant="authorization_code" if authorization_code else "client_credentials",
+        redirect_uri=redirect_uri() if with_redirect and authorization_code else None,
+        client_id=server.oauth_client_id or None if preregistered else None,
+        client_secret=_decrypted(server.oauth_client_secret_ciphertext) if preregistered else None,
+        private_key_pem=_decrypted(server.oauth_private_key_ciphertext),
+        key_id=server.oauth_key_id or None,
+        client_metadata_url=metadata_document_url(server) if metadata else None,
+        client_name=f"nr-llm ({server.identifier})",
+        scopes=tuple(server.oauth_scopes.split()) or None,
+    )
+
+
+def oauth_settings(server: McpServer) -> OAuthSettings:
+    """What an MCP operation against ``server`` needs to get and renew its token."""
+    return OAuthSettings(config=client_config(server, with_redirect=False), store=DatabaseGrantStore())
+
+
+def _decrypted(ciphertext: str) -> str | None:
+    return credentials.decrypt(ciphertext) if ciphertext else None
+
+
+def _legs(server: McpServer) -> tuple[OAuthLegs, OperationDeadline]:
+    deadline = OperationDeadline(server.budget_seconds, MonotonicClock(), server.identifier)
+    legs = OAuthLegs(server.identifier, deadline, allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS)
+    return legs, deadline
+
+
+def start_connect(server: McpServer, user: Any) -> str:
+    """Discover, register if needed, keep the pending authorization; the URL to send the browser to."""
+    if not server.uses_oauth or server.oauth_grant_type != OAuthGrantType.AUTHORIZATION_CODE:
+        raise ConnectRefused(f"{server.identifier} does not use the OAuth authorization code grant.", server)
+    try:
+        config = client_config(server)
+        legs, _ = _legs(server)
+        with legs:
+            started = start_authorization(legs, server.url, config, DatabaseGrantStore(), SystemWallClock())
+    except (McpTransportError, credentials.CredentialUnavailable) as exc:
+        raise ConnectRefused(f"Cannot connect {server.identifier}: {exc}", server) from exc
+    PendingAuthorization.objects.filter(
+        created__lt=timezone.now() - timedelta(seconds=PENDING_SECONDS)
+    ).delete()
+    PendingAuthorization.objects.create(
+        state_digest=_digest(started.pending.state),
+        server=server,
+        user=user,
+        payload_ciphertext=credentials.encrypt(json.dumps(started.pending.as_dict())),
+        created=timezone.now(),
+    )
+    return started.url
+
+
+def finish_connect(user: Any, query: dict[str, str]) -> Connected:
+    """Check the callback and exchange its code; raises ``ConnectRefused`` with nothing stored."""
+    state = query.get("state", "")
+    if not state:
+        raise ConnectRefused("The authorization callback carried no state; nothing was stored.")
+    with transaction.atomic():
+        row = (
+            PendingAuthorization.objects.select_for_update()
+            .select_related("server")
+            .filter(state_digest=_digest(state))
+            .first()
+        )
+        if row is not None:
+            # Single use: gone before anything else happens, whatever the outcome.
+            row.delete()
+    if row is None:
+        raise ConnectRefused(
+            "The authorization callback's state is unknown or was already used; nothing was stored. "
+            "Press Connect again."
+        )
+    server = row.server
+    if row.user_id != user.pk:
+        raise ConnectRefused("This authorization was started by another user; nothing was stored.", server)
+    if timezone.now() - row.created > timedelta(seconds=PENDING_SECONDS):
+        raise ConnectRefused(
+            f"The authorization of {server.identifier} took longer than {PENDING_SECONDS // 60} minutes "
+            "and expired; nothing was stored. Press Connect again.",
+            server,
+        )
+    if error := query.get("error"):
+        said = clean(error, 60)
+        detail = query.get("error_description")
+        more = f" ({clean(detail, 200)})" if detail else ""
+        raise ConnectRefused(
+            f"The authorization server refused to connect {server.identifier}: {said}{more}. "
+            "Nothing was stored.",
+            server,
+        )
+    pending = Pending.from_dict(json.loads(credentials.decrypt(row.payload_ciphertext)))
+    try:
+        config = client_config(server)
+        legs, _ = _legs(server)
+        with legs:
+            grant = finish_authorization(
+                legs,
+                pending,
+                config,
+                SystemWallClock(),
+                code=query.get("code") or None,
+                state=state,
+                iss=query.get("iss"),
+            )
+    except (McpTransportError, credentials.CredentialUnavailable) as exc:
+        raise ConnectRefused(
+            f"Connecting {server.identifier} failed: {exc} Nothing was stored.", server
+        ) from exc
+    DatabaseGrantStore().save(server.identifier, grant)
+    return Connected(server=server, scopes=grant.scopes, expires_at=grant.expires_at)
+
+
+def connect_client_credentials(server: McpServer) -> Connected:
+    """Obtain a client credentials grant now (the runtime would on first use anyway)."""
+    from ..mcp.oauth import client_credentials
+
+    try:
+        config = client_config(server)
+        legs, _ = _legs(server)
+        store = DatabaseGrantStore()
+        with legs:
+            grant = client_credentials(legs, server.url, config, store, SystemWallClock())
+    except (McpTransportError, credentials.CredentialUnavailable) as exc:
+        raise ConnectRefused(f"Connecting {server.identifier} failed: {exc}", server) from exc
+    store.save(server.identifier, grant)
+    return Connected(server=server, scopes=grant.scopes, expires_at=grant.expires_at)
+
+
+@dataclass(frozen=True)
+class Disconnected:
+    revoked: bool
+    # Why revocation did not happen (not advertised, refused, unreachable); "" when it did.
+    note: str
+
+
+def disconnect(server: McpServer) -> Disconnected:
+    """Forget the tokens, after revoking them where the authorization server advertises it."""
+    store = DatabaseGrantStore()
+    grant = store.load(server.identifier)
+    note = "no grant was stored"
+    revoked = False
+    if grant is not None:
+        try:
+            revoked, note = _revoke(server, grant)
+        except (McpTransportError, credentials.CredentialUnavailable) as exc:
+            note = f"revocation failed ({exc})"
+    store.forget(server.identifier)
+    return Disconnected(revoked=revoked, note=note)
+
+
+def _revoke(server: McpServer, grant: Any) -> tuple[bool, str]:
+    legs, _ = _legs(server)
+    with legs:
+        answer = legs.get(_metadata_url(grant.issuer), "authorization server metadata")
+        endpoint = (answer.body or {}).get("revocation_endpoint") if answer.status == 200 else None
+        if not endpoint:
+            return False, "the authorization server does not advertise revocation"
+        endpoint = vet_url(
+            endpoint,
+            server.identifier,
+            "revocation endpoint",
+            allow_private_networks=legs.allow_private_networks,
+        )
+        auth_form, headers = authenticate(
+            grant.client, client_config(server), SystemWallClock(), server.identifier
+        )
+        # The refresh token first: revoking it ends the whole grant (RFC 7009 §2.1).
+        for token, hint in ((grant.refresh_token, "refresh_token"), (grant.access_token, "access_token")):
+            if token:
+                answer = legs.post_form(
+                    endpoint,
+                    "revocation endpoint",
+                    {"token": token, "token_type_hint": hint, **auth_form},
+                    headers,
+                )
+                if answer.status != 200:
+                    return False, f"the authorization server refused revocation (HTTP {answer.status})"
+    return True, ""
+
+
+def _metadata_url(issuer: str) -> str:
+    # RFC 8414 §3.1: the well-known segment goes between the host and the issuer's path.
+    parts = urlsplit(issuer)
+    return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-authorization-server{parts.path.rstrip('/')}"
+
+
+def _digest(state: str) -> str:
+    return hashlib.sha256(state.encode()).hexdigest()
