@@ -22,7 +22,6 @@ from django.http import (
 )
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from django.views.decorators.cache import never_cache
 
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
 from . import service
@@ -66,7 +65,6 @@ def connect(admin: McpServerAdmin, request: HttpRequest, object_id: str) -> Http
         return _change_page(server)
 
 
-@never_cache
 def callback(admin: McpServerAdmin, request: HttpRequest) -> HttpResponse:
     query = {key: request.GET.get(key, "") for key in ("state", "code", "iss", "error", "error_description")}
     if "iss" not in request.GET:
@@ -89,7 +87,9 @@ def disconnect(admin: McpServerAdmin, request: HttpRequest, object_id: str) -> H
         return HttpResponseNotAllowed(["POST"])
     outcome = service.disconnect(server)
     if outcome.revoked:
-        admin.message_user(request, f"Disconnected {server.identifier}: tokens revoked and forgotten.")
+        admin.message_user(
+            request, f"Disconnected {server.identifier}: tokens revoked and forgotten.", messages.SUCCESS
+        )
     else:
         admin.message_user(
             request,
