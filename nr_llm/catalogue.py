@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from . import tools
+from .authorization import runtime as authorization
 from .endpoints import endpoint_for, mcp_client
 from .mcp import Endpoint, McpTransportError
 from .mcp.names import InvalidToolName, checked_local_name
@@ -114,6 +115,7 @@ def import_catalogue(
     try:
         advertised = (client or mcp_client()).list_tools(endpoint, on_page=on_page)
     except McpTransportError as exc:
+        authorization.observe(server, exc)
         # The client's message already tells a spent budget apart from a server that
         # failed; say where this installation sets the number, since only it can raise it.
         reason = redact(str(exc), endpoint.credential)

@@ -17,6 +17,8 @@ from .models import McpServer
 
 
 def endpoint_for(server: McpServer) -> Endpoint:
+    if server.uses_oauth:
+        return _oauth_endpoint(server)
     credential: str | None = None
     problem = ""
     try:
@@ -39,3 +41,29 @@ def endpoint_for(server: McpServer) -> Endpoint:
 def mcp_client() -> McpClient:
     """A client wired to this installation: private-network policy and health recording."""
     return McpClient(allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS, health=HealthRecorder())
+
+
+def _oauth_endpoint(server: McpServer) -> Endpoint:
+    """The bearer token comes from the stored grant (``Endpoint.oauth``), renewed as needed."""
+    # Imported here: the authorization package's store imports the models this module's
+    # callers are still loading.
+    from .authorization.service import oauth_settings
+
+    try:
+        settings = oauth_settings(server)
+    except CredentialUnavailable as exc:
+        # Fail closed: a bearer placement with no credential is refused before any request.
+        return Endpoint(
+            identifier=server.identifier,
+            url=server.url,
+            budget_seconds=server.budget_seconds,
+            auth_placement="bearer",
+            credential_problem=f"its OAuth client secret or key cannot be read ({exc})",
+        )
+    return Endpoint(
+        identifier=server.identifier,
+        url=server.url,
+        budget_seconds=server.budget_seconds,
+        auth_placement="none",
+        oauth=settings,
+    )

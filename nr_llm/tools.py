@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 from django.db.models import QuerySet
 
+from .authorization import runtime as authorization
 from .endpoints import endpoint_for, mcp_client
 from .mcp import CallOutcome, Endpoint, McpTransportError
 from .mcp.names import LOCAL_NAME_RE
@@ -236,7 +237,11 @@ def _run_remote(row: McpTool, arguments: dict[str, Any], client: ToolCaller | No
     try:
         outcome = (client or mcp_client()).call_tool(endpoint, row.remote_name, arguments)
     except McpTransportError as exc:
-        text, is_error = f"{origin} could not run {row.remote_name!r}: {exc}", True
+        authorization.observe(server, exc)
+        if authorization.needs_operator(exc):
+            text, is_error = authorization.unavailable_text(server, row.tool_name, exc), True
+        else:
+            text, is_error = f"{origin} could not run {row.remote_name!r}: {exc}", True
     else:
         is_error = outcome.is_error
         text = f"{origin} reported an error: {outcome.text}" if is_error else outcome.text

@@ -1,0 +1,44 @@
+"""What an MCP operation's authorization failure means for the site.
+
+``authorization_required`` (the protocol client's typed error: refresh refused, more
+scopes needed, the authorization server changed) cannot be fixed by retrying: the
+server is marked "needs reconnect" for the admin, and a model is told the tool is
+unavailable rather than handed an error it might retry.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..mcp.errors import AuthorizationError, McpTransportError
+from ..models import McpServer
+from .columns import REASONS
+from .store import DatabaseGrantStore
+
+logger = logging.getLogger("nr_llm.authorization")
+
+
+def needs_operator(exc: McpTransportError) -> bool:
+    return exc.kind == "authorization_required"
+
+
+def observe(server: McpServer, exc: McpTransportError) -> None:
+    """Remember a failure that needs an operator; never raises (a reporting boundary)."""
+    if not server.uses_oauth or not needs_operator(exc):
+        return
+    reason = exc.reason if isinstance(exc, AuthorizationError) else "not_authorized"
+    scopes = exc.scopes if isinstance(exc, AuthorizationError) else ()
+    try:
+        DatabaseGrantStore().mark_attention(server.identifier, reason, tuple(scopes))
+    except Exception:
+        logger.warning("could not mark MCP server %s as needing reconnect", server.identifier, exc_info=True)
+
+
+def unavailable_text(server: McpServer, tool_name: str, exc: McpTransportError) -> str:
+    """The tool result an agent loop gets: unavailable, why, and that retrying will not help."""
+    reason = exc.reason if isinstance(exc, AuthorizationError) else "not_authorized"
+    why = REASONS.get(reason, "its authorization must be renewed")
+    return (
+        f'The tool {tool_name!r} of MCP server "{server.name}" ({server.identifier}) is unavailable: '
+        f"{why}, and only an operator can reconnect it in the admin. Do not retry it; continue without it."
+    )
