@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -71,7 +72,7 @@ def _connect(oauth_peers, config: ClientConfig, store: MemoryGrantStore) -> tupl
     return grant, started.url
 
 
-def _whoami(oauth_peers, token: str) -> dict:
+def _whoami(oauth_peers, token: str) -> Any:
     answer = mcp_request(oauth_peers.mcp.url, "tools/call", {"name": "whoami", "arguments": {}}, token=token)
     assert answer.status_code == 200, answer.text
     return answer.json()["result"]["structuredContent"]
