@@ -17,7 +17,14 @@ from django.test import override_settings
 from nr_llm.authorization.store import DatabaseGrantStore
 from nr_llm.mcp.oauth import ClientRegistration, Grant
 from nr_llm.models import McpServer, OAuthGrantRecord
-from tests.authorization.helpers import SETTINGS, callback_path, oauth_server, operator, press_connect
+from tests.authorization.helpers import (
+    PUBLIC_BASE_URL,
+    SETTINGS,
+    callback_path,
+    oauth_server,
+    operator,
+    press_connect,
+)
 from tests.e2e.test_import_workers import _database_url
 from tests.oauth_peers import OAuthPeers, fingerprint
 
@@ -56,7 +63,8 @@ def test_a_saved_grant_reads_back_whole_and_is_encrypted_at_rest() -> None:
     text = json.dumps(row, default=str)
     for secret in (GRANT.access_token, GRANT.refresh_token, GRANT.client.client_secret):
         assert secret is not None and secret not in text
-    assert row["expires_at"].timestamp() == GRANT.expires_at
+    expires = row["expires_at"]
+    assert expires is not None and expires.timestamp() == GRANT.expires_at
 
 
 def test_a_rotated_token_survives_the_callers_rollback() -> None:
@@ -123,7 +131,7 @@ def test_two_worker_processes_at_expiry_send_one_refresh_and_keep_the_rotated_to
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
         "DATABASE_URL": _database_url(),
-        "NR_LLM_PUBLIC_BASE_URL": SETTINGS["NR_LLM_PUBLIC_BASE_URL"],
+        "NR_LLM_PUBLIC_BASE_URL": PUBLIC_BASE_URL,
     }
     start_at = f"{time.time() + 4:.3f}"  # both import Django first, then start together
     command = [sys.executable, "-m", "tests.authorization.refresh_worker", "protected", start_at]
