@@ -114,3 +114,47 @@ def test_rotation_re_encrypts_oauth_secrets_and_grants() -> None:
         assert credentials.decrypt(server.oauth_client_secret_ciphertext) == "client-secret"
         assert DatabaseGrantStore().load("rot") == GRANT
         assert OAuthGrantRecord.objects.count() == 1
+
+
+def test_client_secret_and_key_are_write_only_even_when_the_form_is_shown_again() -> None:
+    """A change form re-rendered after an error echoes neither the typed secret nor the typed key;
+    a valid save stores both encrypted and the page then says only "set"."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+
+    pem = (
+        ec.generate_private_key(ec.SECP256R1())
+        .private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+        .decode()
+    )
+    server = McpServer.objects.create(identifier="wo", name="WO", url="https://mcp.example/mcp")
+    client = operator()
+    url = reverse("admin:nr_llm_mcpserver_change", args=[server.pk])
+    form = {
+        "identifier": "wo",
+        "name": "WO",
+        "url": "https://mcp.example/mcp",
+        "auth_placement": "oauth",
+        "oauth_grant_type": "client_credentials",
+        "oauth_registration": "preregistered",
+        "oauth_client_id": "",  # missing: the form comes back with an error
+        "new_oauth_client_secret": "typed-client-secret-123",
+        "new_oauth_private_key": pem,
+        "data_class": "publicContent",
+    }
+    again = client.post(url, form).content.decode()
+    assert "pre-registered client needs its client id" in again
+    assert "typed-client-secret-123" not in again
+    assert "PRIVATE KEY" not in again
+    saved = client.post(url, {**form, "oauth_client_id": "cid"}, follow=True).content.decode()
+    server.refresh_from_db()
+    assert credentials.decrypt(server.oauth_client_secret_ciphertext) == "typed-client-secret-123"
+    assert credentials.decrypt(server.oauth_private_key_ciphertext) == pem.strip()
+    page = client.get(url).content.decode()
+    assert "client secret and private key set" in page
+    for shown in (
+        saved,
+        page,
+        client.get(reverse("admin:nr_llm_mcpserver_history", args=[server.pk])).content.decode(),
+    ):
+        assert "typed-client-secret-123" not in shown and "PRIVATE KEY" not in shown
