@@ -47,6 +47,14 @@ def _client_version() -> str:
         return "0"
 
 
+class InputResponder(Protocol):
+    """Answers the input requests of a 2026-07-28 ``input_required`` result."""
+
+    capabilities: dict[str, Any]
+
+    def answer(self, input_requests: dict[str, Any]) -> dict[str, Any]: ...
+
+
 class HealthSink(Protocol):
     def record_contact(self, endpoint: Endpoint, latency_ms: int) -> None: ...
 
@@ -119,9 +127,20 @@ class McpClient:
         return tools
 
     def call_tool(
-        self, endpoint: Endpoint, name: str, arguments: dict[str, Any] | None = None
+        self,
+        endpoint: Endpoint,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        input_schema: dict[str, Any] | None = None,
+        responder: InputResponder | None = None,
     ) -> CallOutcome:
-        """Call one tool; ``isError`` is a failed outcome, a broken conversation an exception."""
+        """Call one tool; ``isError`` is a failed outcome, a broken conversation an exception.
+
+        ``input_schema`` is the tool's listed schema (its ``x-mcp-header`` properties become
+        ``Mcp-Param-*`` headers in the 2026-07-28 era); ``responder`` answers a 2026 server's
+        input requests. Neither changes the handshake era's request.
+        """
         with self._conversation(endpoint) as conversation:
             conversation.open()
             result, latency_ms = conversation.request(

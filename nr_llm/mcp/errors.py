@@ -15,6 +15,9 @@ Exception tree::
                too_large            a body over the size cap
                missing_credential   a configured credential could not be resolved
                session_expired      the server forgot the session (404 with a session id)
+               invalid_tool         the tool's listed schema cannot be sent (a bad x-mcp-header);
+                                    nothing was sent
+               input_required       a 2026-07-28 server asked for input this call cannot give
 
 Configuration errors are not in this tree: they are Django's ``ImproperlyConfigured``
 and system checks. The message always names the server's identifier and never a
@@ -38,6 +41,8 @@ ErrorKind = Literal[
     "too_large",
     "missing_credential",
     "session_expired",
+    "invalid_tool",
+    "input_required",
 ]
 
 
