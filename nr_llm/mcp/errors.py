@@ -26,7 +26,7 @@ credential.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 ErrorKind = Literal[
     "deadline_exhausted",
@@ -47,14 +47,36 @@ ErrorKind = Literal[
 
 
 class McpTransportError(Exception):
-    def __init__(self, kind: ErrorKind, server: str, message: str) -> None:
+    """``http_status`` and ``code`` (the JSON-RPC error code), when the server gave them, let
+    the era negotiation tell "this server does not speak that era" from a failure."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        server: str,
+        message: str,
+        *,
+        http_status: int | None = None,
+        code: int | None = None,
+        data: Any = None,
+    ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
         self.server = server
+        self.http_status = http_status
+        self.code = code
+        self.data = data
 
-    def __reduce__(self) -> tuple[type[McpTransportError], tuple[ErrorKind, str, str]]:
+    def __reduce__(self) -> tuple[Any, ...]:
         # Picklable with its kind and server, e.g. across a task queue's process boundary.
-        return (type(self), (self.kind, self.server, str(self)))
+        extra = {"http_status": self.http_status, "code": self.code, "data": self.data}
+        return (_rebuild, (type(self), self.kind, self.server, str(self), extra))
 
     def __repr__(self) -> str:
         return f"McpTransportError(kind={self.kind!r}, server={self.server!r}, message={str(self)!r})"
+
+
+def _rebuild(
+    cls: type[McpTransportError], kind: ErrorKind, server: str, message: str, extra: dict[str, Any]
+) -> McpTransportError:
+    return cls(kind, server, message, **extra)
