@@ -12,6 +12,8 @@ from typing import Any
 from django.conf import settings as django_settings
 
 DEFAULT_OPERATION_TIMEOUT = 20.0
+# How long a server's protocol era is remembered when it gives no ttlMs (docs/mcp-client.md).
+DEFAULT_ERA_CACHE_SECONDS = 600.0
 DEFAULT_REQUEST_EVENTS: dict[str, Any] = {"include_cancelled": False}
 
 
@@ -44,6 +46,16 @@ class Settings:
         raw = getattr(django_settings, "NR_LLM_MCP_OPERATION_TIMEOUT", None)
         value = parse_timeout(raw)
         return DEFAULT_OPERATION_TIMEOUT if value is None else value
+
+    @property
+    def MCP_ERA_CACHE_SECONDS(self) -> float:
+        """Seconds a server's era (2026-07-28 or handshake) is remembered without a server ttlMs;
+        0 probes before every operation. Unusable values fall back to the default."""
+        raw = getattr(django_settings, "NR_LLM_MCP_ERA_CACHE_SECONDS", None)
+        if isinstance(raw, int | float) and not isinstance(raw, bool) and raw == 0:
+            return 0.0
+        value = parse_timeout(raw)
+        return DEFAULT_ERA_CACHE_SECONDS if value is None else value
 
     @property
     def MCP_ALLOW_PRIVATE_NETWORKS(self) -> bool:

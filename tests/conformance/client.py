@@ -126,10 +126,17 @@ def handshake(run: Run) -> None:
     "request-metadata",
     "http-standard-headers",
     "http-invalid-tool-headers",
-    "json-schema-ref-no-deref",
 )
 def list_and_call(run: Run) -> None:
     call_listed_tools(run)
+
+
+@behaviour_of("json-schema-ref-no-deref")
+def list_only(run: Run) -> None:
+    """The scenario's server answers tools/list only (tools/call is -32601 there); the check
+    is that listing never fetches the schema's network $ref."""
+    tools = run.client.list_tools(run.endpoint)
+    run.say(f"listed {[tool.get('name') for tool in tools]}")
 
 
 @behaviour_of("http-custom-headers")

@@ -37,7 +37,9 @@ SCENARIOS = [
     ids=[f"{version}-{scenario}" for version, scenario, _ in SCENARIOS],
 )
 def test_scenario_passes(version: str, scenario: str, spec_version: str | None) -> None:
-    """The suite ran the scenario, recorded checks, and none of them is a FAILURE or WARNING."""
+    """The suite ran the scenario, recorded checks, none of them is a FAILURE or WARNING, and
+    its overall verdict (which also fails a client that exits with an error) is a pass."""
     run = run_scenario(version, scenario, spec_version=spec_version)
     assert run.checks, f"the suite recorded no checks:\n{run.output[-4000:]}"
     assert not run.problems, run.explain()
+    assert run.returncode == 0, run.explain()
