@@ -295,7 +295,7 @@ def test_a_remembered_modern_era_refused_by_an_old_server_is_retried_the_other_w
         "notifications/initialized",
         "tools/call",  # the one that ran
     ]
-    assert no_verdict.get(KEY, clock.now_ns).era == "handshake"  # type: ignore[union-attr]
+    assert no_verdict.get(KEY, clock.now_ns).era == "handshake"
 
 
 def test_a_remembered_handshake_era_refused_by_a_modern_only_server_is_retried(
@@ -308,7 +308,7 @@ def test_a_remembered_handshake_era_refused_by_a_modern_only_server_is_retried(
     server.install(mock)
     _client(clock).call_tool(_endpoint(), "echo")
     assert server.methods == ["initialize", "server/discover", "tools/call"]
-    assert no_verdict.get(KEY, clock.now_ns).era == "modern"  # type: ignore[union-attr]
+    assert no_verdict.get(KEY, clock.now_ns).era == "modern"
 
 
 @pytest.mark.parametrize(

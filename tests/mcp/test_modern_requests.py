@@ -126,7 +126,7 @@ def test_the_handshake_era_sends_no_param_headers(mock, clock) -> None:
     assert not any(name.startswith("Mcp-Param-") for seen in server.seen for name in seen.headers)
 
 
-INPUT_REQUIRED = {
+INPUT_REQUIRED: dict[str, Any] = {
     "resultType": "input_required",
     "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"message": "sure?"}}},
     "requestState": '{"opaque": 1}',
@@ -161,7 +161,10 @@ def test_a_responder_answers_and_the_request_is_repeated(mock, clock, era_cache)
     """The retry has a new id, the responses, the server's requestState byte for byte, and the
     responder's capabilities in _meta; its complete result is the outcome."""
     server = _modern_server(clock, era_cache)
-    answers = [INPUT_REQUIRED, {"resultType": "complete", "content": [{"type": "text", "text": "done"}]}]
+    answers: list[dict[str, Any]] = [
+        INPUT_REQUIRED,
+        {"resultType": "complete", "content": [{"type": "text", "text": "done"}]},
+    ]
     original = server._answer
 
     def answer(request: Any) -> Any:
