@@ -37,6 +37,17 @@ def parse_timeout(raw: object) -> float | None:
     return value
 
 
+def parse_lifetime(raw: object) -> float | None:
+    """A usable number of seconds, zero included, or None (empty or not a number)."""
+    if raw is None or isinstance(raw, bool) or (isinstance(raw, str) and not raw.strip()):
+        return None
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
 class Settings:
     """Typed access to the ``NR_LLM_*`` settings."""
 
@@ -51,10 +62,7 @@ class Settings:
     def MCP_ERA_CACHE_SECONDS(self) -> float:
         """Seconds a server's era (2026-07-28 or handshake) is remembered without a server ttlMs;
         0 probes before every operation. Unusable values fall back to the default."""
-        raw = getattr(django_settings, "NR_LLM_MCP_ERA_CACHE_SECONDS", None)
-        if isinstance(raw, int | float) and not isinstance(raw, bool) and raw == 0:
-            return 0.0
-        value = parse_timeout(raw)
+        value = parse_lifetime(getattr(django_settings, "NR_LLM_MCP_ERA_CACHE_SECONDS", None))
         return DEFAULT_ERA_CACHE_SECONDS if value is None else value
 
     @property
