@@ -193,13 +193,14 @@ class Transport:
         if last_event_id is not None:
             headers["Accept"] = "text/event-stream"
             headers["Last-Event-ID"] = last_event_id
+        if extra_headers:
+            # Before the credential: an argument-named header can never replace it.
+            headers.update(extra_headers)
         headers.update(self.auth_headers)
         if session_id is not None:
             headers["Mcp-Session-Id"] = session_id
         if protocol_version is not None:
             headers["MCP-Protocol-Version"] = protocol_version
-        if extra_headers:
-            headers.update(extra_headers)
         body = None
         if message is not None:
             headers["Content-Type"] = "application/json"

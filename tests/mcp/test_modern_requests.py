@@ -226,3 +226,48 @@ def test_the_cache_forgets_expired_and_least_recent_entries() -> None:
     for key in ("a", "b", "c"):
         cache.remember(key, "handshake", "", 10, 0)
     assert [cache.get(key, 0) is not None for key in ("a", "b", "c")] == [False, True, True]
+
+
+def test_a_json_rpc_error_in_a_4xx_reaches_the_caller(mock, clock, era_cache) -> None:
+    """The body of a 400 is read: rpc_error with the code, the HTTP status and the server's message."""
+    server = _modern_server(clock, era_cache)
+    body = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "argument 'x' is required"}}
+    server.overrides["tools/call"] = (400, {"Content-Type": "application/json"}, json.dumps(body))
+    server.install(mock)
+    client = McpClient(allow_private_networks=True, clock=clock)
+    with pytest.raises(McpTransportError) as caught:
+        client.call_tool(Endpoint(identifier="demo", url=URL), "t")
+    error = caught.value
+    assert (error.kind, error.code, error.http_status) == ("rpc_error", -32602, 400)
+    assert "argument 'x' is required" in str(error) and "HTTP 400" in str(error)
+    assert server.methods == ["server/discover", "tools/call"]
+
+
+def test_a_4xx_body_over_the_cap_is_not_read_past_it(mock, clock, era_cache) -> None:
+    """A 4xx with an endless JSON body stops at 2 MiB (too_large), like any other answer."""
+    era_cache.clear()
+    mock.post(URL, status=400, body=b"{" + b" " * (3 * 1024 * 1024), content_type="application/json")
+    client = McpClient(allow_private_networks=True, clock=clock)
+    with pytest.raises(McpTransportError) as caught:
+        client.call_tool(Endpoint(identifier="demo", url=URL), "t")
+    assert caught.value.kind == "too_large"
+    assert len(mock.calls) == 1
+
+
+def test_a_param_header_never_replaces_the_credential(mock, clock, era_cache) -> None:
+    """A schema naming the credential's own header: the credential is what is sent."""
+    era_cache.clear()
+    server = _modern_server(clock, era_cache)
+    server.install(mock)
+    endpoint = Endpoint(
+        identifier="demo",
+        url=URL,
+        credential="s3cret",
+        auth_placement="header",
+        auth_header_name="Mcp-Param-Key",
+    )
+    schema = {"type": "object", "properties": {"key": {"type": "string", "x-mcp-header": "Key"}}}
+    McpClient(allow_private_networks=True, clock=clock).call_tool(
+        endpoint, "t", {"key": "forged"}, input_schema=schema
+    )
+    assert server.seen[-1].headers["Mcp-Param-Key"] == "s3cret"
