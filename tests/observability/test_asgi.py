@@ -46,8 +46,8 @@ def run(
     wrapped: bool = True,
 ) -> list[dict[str, Any]]:
     """Serve one request: ``messages`` are received in order, then ``http.disconnect`` once
-    ``disconnect_after`` ("start": the response started; "end": it completed; None: 0.2 s
-    later, while the view runs) has happened.
+    ``disconnect_after`` ("start": the response started; "end": it completed; "view": the
+    view began (up to 10 s); None: 0.2 s later) has happened.
     Returns what the application sent."""
     sent: list[Mapping[str, Any]] = []
 
@@ -62,8 +62,15 @@ def run(
                 await started.wait()
             elif disconnect_after == "end":
                 await ended.wait()
+            elif disconnect_after == "view":
+                # Wait for the view itself, not a fixed delay: a cold or loaded machine can
+                # take longer than any guess to reach it.
+                for _ in range(1000):
+                    if urls.ENTERED_VIEWS:
+                        break
+                    await asyncio.sleep(0.01)
             else:
-                await asyncio.sleep(0.2)  # let the view start first
+                await asyncio.sleep(0.2)
             disconnected.set()
             return {"type": "http.disconnect"}
 
@@ -101,7 +108,10 @@ def test_disconnect_during_an_async_view_cancels_it_and_completes_as_499(site, l
     """The async view is cancelled (CancelledError crosses the middleware) and the request
     completes once as 499 in phase handler, with its route."""
     urls.CANCELLED_VIEWS.clear()
-    sent = run(scope("GET", "/waits-forever/"), [{"type": "http.request", "body": b""}])
+    urls.ENTERED_VIEWS.clear()
+    sent = run(
+        scope("GET", "/waits-forever/"), [{"type": "http.request", "body": b""}], disconnect_after="view"
+    )
     assert sent == []
     assert urls.CANCELLED_VIEWS == ["/waits-forever/"]
     (access,) = logs.named("nr_llm.access")
@@ -117,7 +127,13 @@ def test_a_cancelled_async_view_is_one_cancellation_event_with_its_route(site, l
     its answer to http.disconnect), so a site that skipped the wrapper still sees it."""
     settings.NR_LLM_REQUEST_EVENTS = {"include_cancelled": True}
     urls.CANCELLED_VIEWS.clear()
-    run(scope("GET", "/waits-forever/"), [{"type": "http.request", "body": b""}], wrapped=wrapped)
+    urls.ENTERED_VIEWS.clear()
+    run(
+        scope("GET", "/waits-forever/"),
+        [{"type": "http.request", "body": b""}],
+        disconnect_after="view",
+        wrapped=wrapped,
+    )
     assert urls.CANCELLED_VIEWS == ["/waits-forever/"]
     (access,) = logs.named("nr_llm.access")
     assert (access.levelname, access.nr_llm_access["status"], access.nr_llm_access["phase"]) == (

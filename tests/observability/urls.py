@@ -13,6 +13,8 @@ from django.views.decorators.csrf import csrf_exempt
 from nr_llm.observability import ClientDisconnected, Phase, read_json, signal_for
 
 CANCELLED_VIEWS: list[str] = []
+# Views that have begun: a test disconnects only once its view runs, however slow the start.
+ENTERED_VIEWS: list[str] = []
 
 
 def reason(request):
@@ -66,6 +68,7 @@ def process_view_target(request):
 
 
 async def waits_forever(request):
+    ENTERED_VIEWS.append(request.path)
     try:
         await asyncio.sleep(30)
     except asyncio.CancelledError:
