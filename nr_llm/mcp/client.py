@@ -196,9 +196,10 @@ class McpClient:
     ) -> T:
         """Run ``work`` in the origin's era; a remembered era that proves wrong is dropped
         and the work runs once more the other way, within the same budget."""
+        key = cache_key(endpoint.url)
+        # Looked up before the operation's clock starts: the lookup is not a leg.
+        known = self.era_cache.get(key, self.clock.monotonic_ns())
         with self._transport(endpoint) as (transport, deadline):
-            key = cache_key(endpoint.url)
-            known = self.era_cache.get(key, self.clock.monotonic_ns())
             if known is None:
                 conversation = self._negotiate(transport, deadline, key, responder)
                 answer, latency_ms = _run_once(conversation, work, opens)
