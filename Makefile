@@ -29,8 +29,11 @@ $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANC
 	npm ci --prefix $(CONFORMANCE) --no-audit --no-fund --loglevel=error
 	touch $@
 
+# exec: python replaces the recipe's shell, so the SIGTERM make passes on to its recipe
+# reaches the demo, which stops its children (project/demo.py); a shell in between would
+# die of it and leave them running.
 demo: venv
-	DEBUG=true $(BIN)/python -m project.demo
+	exec $(BIN)/python -m project.demo
 
 lint: venv
 	$(BIN)/ruff check .

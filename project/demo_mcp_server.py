@@ -1,6 +1,6 @@
 """A demo MCP server on the official Python SDK, for `make demo` and the tests.
 
-Run: ``python -m project.demo_mcp_server --port 8765 [--stateless]``. It binds to
+Run: ``python -m project.demo_mcp_server --port 8765 [--stateless] [--graceful-timeout S]``. It binds to
 127.0.0.1 only.
 """
 
@@ -58,9 +58,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--stateless", action="store_true", help="stateless JSON answers (no session)")
+    parser.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for open connections (event streams) when stopping",
+    )
     args = parser.parse_args()
     app = build_server().streamable_http_app(stateless_http=args.stateless, json_response=args.stateless)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        timeout_graceful_shutdown=args.graceful_timeout,
+    )
 
 
 if __name__ == "__main__":

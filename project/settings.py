@@ -1,15 +1,27 @@
 """Demo site settings, read from the environment (django-environ).
 
 The site exists to show and test `nr_llm`; it holds no product logic.
+
+``ENV_FILE`` names a file of ``NAME=value`` lines read first, its values winning over the
+environment's: ``make demo`` writes ``var/demo.env``, and ``ENV_FILE=var/demo.env`` in
+front of any ``manage.py`` command runs it against the demo's database and settings, even
+from a shell that exports ``DATABASE_URL`` for something else.
 """
 
+import os
 from pathlib import Path
 from typing import Any
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
+
+if _env_file := os.environ.get("ENV_FILE"):
+    if not Path(_env_file).is_file():
+        raise ImproperlyConfigured(f"ENV_FILE names {_env_file!r}, which is not a file.")
+    environ.Env.read_env(_env_file, overwrite=True)
 
 DEBUG = env.bool("DEBUG", default=False)
 
@@ -18,8 +30,6 @@ SECRET_KEY = env.str("SECRET_KEY", default="") or (
     "django-insecure-demo-only-key-never-use-in-production" if DEBUG else ""
 )
 if not SECRET_KEY:
-    from django.core.exceptions import ImproperlyConfigured
-
     raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"] if DEBUG else [])
@@ -91,14 +101,19 @@ for _name, _read in _NR_LLM_FROM_ENV.items():
         globals()[_name] = _read(_name)
 
 # Every completion is an access record on nr_llm.access (stderr, via "nr_llm"), so the
-# server console shows each request once. Structured RequestEvents (nr_llm.requests)
-# go to stderr as JSON lines only when LOG_REQUEST_EVENTS is set.
+# server console shows each request once: django.request's 4xx warnings ("Not Found: /x")
+# are dropped for requests the access record covers (its 5xx errors, with their
+# tracebacks, stay). Structured RequestEvents (nr_llm.requests) go to stderr as JSON lines
+# only when LOG_REQUEST_EVENTS is set.
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "jsonl": {"()": "nr_llm.observability.json_lines.JsonLinesFormatter"},
+    },
+    "filters": {
+        "access_recorded": {"()": "nr_llm.observability.log_filters.AccessRecordedFilter"},
     },
     "handlers": {
         "stderr": {"class": "logging.StreamHandler", "formatter": "plain"},
@@ -110,6 +125,7 @@ LOGGING: dict[str, Any] = {
         },
     },
     "loggers": {
+        "django.request": {"filters": ["access_recorded"]},
         "nr_llm": {"handlers": ["stderr"], "level": "INFO", "propagate": True},
         "project": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
         "nr_llm.requests": {

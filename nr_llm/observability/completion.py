@@ -117,12 +117,12 @@ class Completion(DisconnectSignal):
     def finished(self) -> bool:
         return self._finished
 
-    def check(self) -> bool:
+    def check(self, phase: Phase | None = None) -> bool:
         if self._client_socket is not None:
             if self._probe is None:
                 self._probe = socket_probe(self._client_socket)
             self._client_socket = None
-        return super().check()
+        return super().check(phase)
 
     def age_ns(self) -> int:
         """Nanoseconds since the request was opened (monotonic)."""

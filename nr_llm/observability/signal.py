@@ -76,12 +76,18 @@ class DisconnectSignal:
                 self._phase = phase
             return self._reason
 
-    def check(self) -> bool:
-        """Return ``aborted``, first asking the transport when the wrapper can."""
+    def check(self, phase: Phase | None = None) -> bool:
+        """Return ``aborted``, first asking the transport when the wrapper can.
+
+        Evidence found here is recorded in ``phase``, by default the handler's (the
+        response's once it started).
+        """
         if self._reason is None and self._probe is not None:
             evidence = self._probe()
             if evidence is not None:
-                self.abort(evidence, Phase.RESPONSE if self.response_started else Phase.HANDLER)
+                if phase is None:
+                    phase = Phase.RESPONSE if self.response_started else Phase.HANDLER
+                self.abort(evidence, phase)
         return self.aborted
 
     def raise_if_aborted(self) -> None:

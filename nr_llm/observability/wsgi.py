@@ -32,17 +32,7 @@ class DisconnectAwareInput:
         self._signal = signal
 
     def _disconnect(self, cause: BaseException | None) -> NoReturn:
-        error = ClientDisconnected(
-            "the client closed the connection before sending the whole request body"
-            if cause is None
-            else "the client reset the connection during the request body"
-        )
-        error.__cause__ = cause
-        # A body read once the response has started (a streaming response reading as it
-        # goes) is a disconnect after the status was sent: it keeps that status.
-        signal = self._signal
-        signal.abort(error, Phase.RESPONSE if signal.response_started else Phase.REQUEST_BODY)
-        signal.raise_reason()
+        _body_lost(self._signal, cause)
 
     def _allowance(self, size: int | None) -> int:
         """Bytes this call may read; raises the reason when the client is already gone."""
@@ -87,6 +77,46 @@ class DisconnectAwareInput:
     def __iter__(self) -> Iterator[bytes]:
         while line := self.readline():
             yield line
+
+
+def _body_lost(signal: DisconnectSignal, cause: BaseException | None) -> NoReturn:
+    """Abort ``signal`` for a body the client did not deliver and raise its reason."""
+    error = ClientDisconnected(
+        "the client closed the connection before sending the whole request body"
+        if not isinstance(cause, ConnectionError)
+        else "the client reset the connection during the request body"
+    )
+    error.__cause__ = cause
+    # A body read once the response has started (a streaming response reading as it
+    # goes) is a disconnect after the status was sent: it keeps that status.
+    signal.abort(error, Phase.RESPONSE if signal.response_started else Phase.REQUEST_BODY)
+    signal.raise_reason()
+
+
+def read_terminated(stream: Any, limit: int, signal: DisconnectSignal | None) -> bytes:
+    """Read a body whose end the server marks itself (``wsgi.input_terminated``: a chunked
+    body, no Content-Length) until that end or ``limit`` bytes, whichever comes first.
+
+    A stream that fails part-way is a body the client did not deliver, and with a signal
+    that is its reason, never a partial body. gunicorn raises an ``OSError`` (``NoMoreData``)
+    at EOF inside a chunk and a ``ConnectionError`` on a reset, but a parse error at EOF
+    just before a chunk's CRLF: for any other failure the client socket is asked, and an
+    exception the client's departure does not explain is the server's, raised as it is.
+    """
+    chunks: list[bytes] = []
+    got = 0
+    while got < limit:
+        try:
+            data = stream.read(limit - got)
+        except Exception as exc:
+            if signal is not None and (isinstance(exc, OSError) or signal.check(Phase.REQUEST_BODY)):
+                _body_lost(signal, exc)
+            raise
+        if not data:
+            break
+        chunks.append(data)
+        got += len(data)
+    return b"".join(chunks)
 
 
 class _Exchange:

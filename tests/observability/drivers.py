@@ -63,17 +63,24 @@ def wsgi_call(
     length: int | None = None,
     stream: object | None = None,
     content_type: str = "application/json",
-    extra: dict[str, str] | None = None,
+    extra: dict[str, object] | None = None,
     consume: bool = True,
+    chunked: bool = False,
 ) -> tuple[str, bytes]:
-    """Call the wrapped handler as a WSGI server would and return (status, body)."""
+    """Call the wrapped handler as a WSGI server would and return (status, body).
+
+    ``chunked``: no Content-Length, ``Transfer-Encoding: chunked`` (the server de-chunks).
+    """
     environ = {
         **wsgi_environ(method, path),
         "wsgi.input": stream if stream is not None else io.BytesIO(body),
-        "CONTENT_LENGTH": str(len(body) if length is None else length),
         "CONTENT_TYPE": content_type,
         **(extra or {}),
     }
+    if chunked:
+        environ["HTTP_TRANSFER_ENCODING"] = "chunked"
+    else:
+        environ["CONTENT_LENGTH"] = str(len(body) if length is None else length)
     seen: list[str] = []
 
     def start_response(status, headers, exc_info=None):

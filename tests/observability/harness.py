@@ -14,6 +14,7 @@ import socket
 import struct
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -84,13 +85,22 @@ def serve(kind: str, tmp: Path, *, bare: bool = False, include_cancelled: bool =
 
 
 def request_head(
-    method: str, path: str, rid: str, *, length: int | None = None, content_type: str = "", cookie: str = ""
+    method: str,
+    path: str,
+    rid: str,
+    *,
+    length: int | None = None,
+    chunked: bool = False,
+    content_type: str = "",
+    cookie: str = "",
 ) -> bytes:
     lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"X-Request-ID: {rid}"]
     if cookie:
         lines.append(f"Cookie: {cookie}")
     if length is not None:
         lines.append(f"Content-Length: {length}")
+    if chunked:
+        lines.append("Transfer-Encoding: chunked")
     if content_type:
         lines.append(f"Content-Type: {content_type}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
@@ -137,3 +147,32 @@ def event_for(rid: str) -> Callable[[Record], bool]:
 
 def mentions(rid: str) -> Callable[[Record], bool]:
     return lambda record: rid in json.dumps(record)
+
+
+def new_rid() -> str:
+    return uuid.uuid4().hex
+
+
+def fence(server: Server) -> None:
+    """A complete request whose event arrives after any event queued before it."""
+    rid = new_rid()
+    assert get(server, "/demo/slow/?seconds=0", rid).startswith(b"HTTP/1.1 200")
+    server.wait_for(event_for(rid), "fence event")
+
+
+def assert_clean_499(server: Server, rid: str, phase: str, *, since: int = 0) -> Record:
+    """One 499 at INFO in ``phase``, and no error, django record, signal or email in the log
+    from record ``since`` on (a server shared with tests that log warnings on purpose)."""
+    (access,) = server.wait_for(access_for(rid), "access record")
+    assert access["level"] == "INFO"
+    assert access["access"]["status"] == 499
+    assert access["access"]["phase"] == phase
+    fence(server)
+    records = server.records()[since:]
+    assert len([r for r in records if access_for(rid)(r)]) == 1
+    errors = [r for r in records if r["level"] in ("ERROR", "CRITICAL")]
+    django_records = [r for r in records if r["logger"].startswith("django.")]
+    signals = [r for r in records if r["message"].startswith("got_request_exception")]
+    assert (errors, django_records, signals) == ([], [], [])
+    assert server.emails() == []
+    return access

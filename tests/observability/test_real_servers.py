@@ -8,21 +8,21 @@ without the wrappers and middleware and must see today's false 500 and silence.
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 
 from .harness import (
-    Record,
     Server,
     access_for,
     admitted,
+    assert_clean_499,
     close,
     connect,
     event_for,
     get,
     in_slow_view,
     mentions,
+    new_rid,
     request_head,
     serve,
 )
@@ -48,10 +48,6 @@ def default_events(request, tmp_path_factory):
         yield server
 
 
-def new_rid() -> str:
-    return uuid.uuid4().hex
-
-
 def break_upload(server: Server, how: str, *, path="/demo/echo/", content_type="application/json", cookie=""):
     """Send headers and part of a body, wait until the application has the request, close."""
     rid = new_rid()
@@ -71,28 +67,6 @@ def leave_slow_view(server: Server, how: str, seconds: float = 10) -> str:
     server.wait_for(in_slow_view(rid), "slow view barrier")
     close(sock, how)
     return rid
-
-
-def fence(server: Server) -> None:
-    """A complete request whose event arrives after any event queued before it."""
-    rid = new_rid()
-    assert get(server, "/demo/slow/?seconds=0", rid).startswith(b"HTTP/1.1 200")
-    server.wait_for(event_for(rid), "fence event")
-
-
-def assert_clean_499(server: Server, rid: str, phase: str) -> Record:
-    (access,) = server.wait_for(access_for(rid), "access record")
-    assert access["level"] == "INFO"
-    assert access["access"]["status"] == 499
-    assert access["access"]["phase"] == phase
-    fence(server)
-    assert len([r for r in server.records() if access_for(rid)(r)]) == 1
-    errors = [r for r in server.records() if r["level"] in ("ERROR", "CRITICAL")]
-    django_records = [r for r in server.records() if r["logger"].startswith("django.")]
-    signals = [r for r in server.records() if r["message"].startswith("got_request_exception")]
-    assert (errors, django_records, signals) == ([], [], [])
-    assert server.emails() == []
-    return access
 
 
 @pytest.mark.parametrize("how", ["fin", "rst"])

@@ -138,7 +138,7 @@ def test_the_closing_liveness_check_runs_only_after_a_view_that_took_a_while(
     server, client = socket.socketpair()
     with server, client:
         client.close()
-        seen, _ = wsgi_call(wrapped_wsgi(), "GET", "/ok/", extra={"gunicorn.socket": server})  # type: ignore[dict-item]
+        seen, _ = wsgi_call(wrapped_wsgi(), "GET", "/ok/", extra={"gunicorn.socket": server})
     assert seen == status
     (access,) = logs.named("nr_llm.access")
     assert access.nr_llm_access["status"] == int(status[:3])
