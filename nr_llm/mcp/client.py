@@ -220,6 +220,10 @@ class McpClient:
                     )
                     self.era_cache.forget(key)
                     conversation = self._negotiate(transport, deadline, key, responder)
+                    same_version = (conversation.protocol_version or "") == known.version
+                    if conversation.era == known.era and same_version:
+                        # Still the same era: the refusal was about the request, not the era.
+                        raise wrong.error from None
                     answer, latency_ms = _run_once(conversation, work, opens)
         self._record(endpoint, latency_ms)
         return answer

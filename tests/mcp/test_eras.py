@@ -367,3 +367,16 @@ def test_two_origins_keep_their_own_verdicts(mock, clock) -> None:
         client.call_tool(old_endpoint, "echo")
     assert modern.methods == ["server/discover", "tools/call", "tools/call"]
     assert old.methods == ["server/discover"] + ["initialize", "notifications/initialized", "tools/call"] * 2
+
+
+def test_a_refusal_that_is_not_about_the_era_is_not_sent_again(mock, clock, no_verdict) -> None:
+    """Remembered modern, the call refused with -32602 (its arguments), a new probe says modern
+    again: the refusal stands and the call is not repeated."""
+    no_verdict.remember(KEY, "modern", MODERN, 600, clock.now_ns)
+    server = _modern(clock)
+    server.overrides["tools/call"] = _error(400, -32602, request_id=1)
+    server.install(mock)
+    with pytest.raises(McpTransportError) as caught:
+        _client(clock).call_tool(_endpoint(), "echo")
+    assert caught.value.code == -32602
+    assert server.methods == ["tools/call", "server/discover"]
