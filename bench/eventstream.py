@@ -46,6 +46,15 @@ CASES: dict[str, list[bytes]] = {
     "2,000 small events, 64-byte chunks": _split(
         b'data: {"jsonrpc":"2.0","id":1,"result":{}}\n\n' * 2000, 64
     ),
+    # The cheapest lines a server can send (empty comments: a line ending per two bytes),
+    # 2 MiB of them in the transport's 64 KiB chunks, with each of the three line endings
+    # the format allows. The costs should match: a hostile server picks the dearest.
+    **{
+        f"2 MiB of empty comments, {name} line ends, 64 KiB chunks": _split(
+            (b":" + end) * ((2 << 20) // (1 + len(end))), 64 * 1024
+        )
+        for name, end in (("LF", b"\n"), ("CRLF", b"\r\n"), ("CR", b"\r"))
+    },
 }
 
 

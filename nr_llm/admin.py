@@ -31,25 +31,22 @@ STYLES = {"all": ["nr_llm/admin.css"]}
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin[McpServer]):
     form = McpServerForm
+    # Related facts share a column so the list fits a 1280 px screen beside the filters.
     list_display = [
-        "name",
-        "identifier",
+        "server_column",
         "enabled",
         "contact_column",
-        "transport_column",
-        "auth_column",
-        "tools_column",
-        "data_class_column",
-        "requires_approval",
-        "import_column",
-        "import_error_column",
+        "catalogue_column",
+        "policy_column",
     ]
+    list_display_links = ["server_column"]
     list_filter = ["enabled", "import_status", "data_class"]
     search_fields = ["identifier", "name", "url"]
     actions = ["test_connection_action", "import_catalogue_action"]
     readonly_fields = [
         "credential_state",
         "import_status",
+        "import_task_column",
         "import_error",
         "last_imported",
         "tool_count",
@@ -79,6 +76,7 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
             {
                 "fields": [
                     "import_status",
+                    "import_task_column",
                     "import_error",
                     "last_imported",
                     "tool_count",
@@ -114,39 +112,53 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
             return f"from environment variable {obj.credential_env}"
         return "not set"
 
-    @admin.display(description="last successful contact", ordering="last_contact")
-    def contact_column(self, obj: McpServer) -> str:
-        return columns.last_contact(obj.last_contact, obj.last_latency_ms, timezone.now())
+    @admin.display(description="server", ordering="name")
+    def server_column(self, obj: McpServer) -> SafeString:
+        return format_html('{}<div class="nr-llm-detail">{}</div>', obj.name, obj.identifier)
 
-    @admin.display(description="transport")
-    def transport_column(self, obj: McpServer) -> str:
-        return columns.TRANSPORT
+    @admin.display(description="import task")
+    def import_task_column(self, obj: McpServer) -> SafeString | str:
+        task = columns.import_task(
+            obj.import_task_state, obj.import_task_since, obj.budget_seconds, timezone.now()
+        )
+        return task or "none waiting or running"
 
-    @admin.display(description="authentication", ordering="auth_placement")
-    def auth_column(self, obj: McpServer) -> SafeString:
-        return columns.authentication(obj.auth_placement, obj.auth_header_name)
+    @admin.display(description="last successful contact · connection", ordering="last_contact")
+    def contact_column(self, obj: McpServer) -> SafeString:
+        return format_html(
+            '{}<div class="nr-llm-detail">{}</div>',
+            columns.last_contact(obj.last_contact, obj.last_latency_ms, timezone.now()),
+            columns.connection(obj.auth_placement, obj.auth_header_name),
+        )
 
-    @admin.display(description="tools")
-    def tools_column(self, obj: McpServer) -> SafeString:
-        text = columns.tools(
+    @admin.display(description="tools · last import", ordering="last_imported")
+    def catalogue_column(self, obj: McpServer) -> SafeString:
+        now = timezone.now()
+        counts = columns.tools(
             getattr(obj, "tools_enabled", 0),
             getattr(obj, "tools_total", 0),
             getattr(obj, "tools_orphaned", 0),
         )
         url = reverse("admin:nr_llm_mcptool_changelist") + f"?server__id__exact={obj.pk}"
-        return format_html('<a href="{}">{}</a>', url, text)
+        task = columns.import_task(obj.import_task_state, obj.import_task_since, obj.budget_seconds, now)
+        return format_html(
+            '<a href="{}">{}</a>{}<div class="nr-llm-detail">{}</div>{}',
+            url,
+            counts,
+            format_html("<div>{}</div>", task) if task else "",
+            columns.last_import(obj.import_status, obj.last_imported, now),
+            format_html('<div class="nr-llm-detail">{}</div>', columns.error_preview(obj.import_error))
+            if obj.import_error
+            else "",
+        )
 
-    @admin.display(description="data class", ordering="data_class")
-    def data_class_column(self, obj: McpServer) -> SafeString:
-        return columns.data_class(obj.data_class)
-
-    @admin.display(description="last import", ordering="last_imported")
-    def import_column(self, obj: McpServer) -> str:
-        return columns.last_import(obj.import_status, obj.last_imported, timezone.now())
-
-    @admin.display(description="last import error")
-    def import_error_column(self, obj: McpServer) -> str:
-        return columns.error_preview(obj.import_error)
+    @admin.display(description="data class · approval", ordering="data_class")
+    def policy_column(self, obj: McpServer) -> SafeString:
+        return format_html(
+            '{}<div class="nr-llm-detail">{}</div>',
+            columns.data_class(obj.data_class),
+            columns.approval(obj.requires_approval),
+        )
 
     @admin.action(description="Test connection", permissions=["change"])
     def test_connection_action(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
@@ -174,7 +186,7 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
 
 @admin.register(McpTool)
 class McpToolAdmin(admin.ModelAdmin[McpTool]):
-    list_display = ["tool_name", "server", "remote_name", "enabled", "orphan_column", "try_column"]
+    list_display = ["tool_name", "server_column", "remote_name", "enabled", "orphan_column", "try_column"]
     list_filter = ["server", "enabled", "orphaned"]
     list_select_related = ["server"]
     search_fields = ["tool_name", "remote_name", "description"]
@@ -184,8 +196,8 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "server",
         "remote_name",
         "enabled",
-        "orphan_column",
-        "try_column",
+        "orphan_state",
+        "try_state",
         "description",
         "schema_column",
         "annotations_column",
@@ -199,8 +211,8 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "description",
         "schema_column",
         "annotations_column",
-        "orphan_column",
-        "try_column",
+        "orphan_state",
+        "try_state",
         "created",
         "updated",
     ]
@@ -253,6 +265,12 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         fields = list(super().get_readonly_fields(request, obj))
         return [*fields, "enabled"] if obj is not None and obj.orphaned and not obj.enabled else fields
 
+    @admin.display(description="server", ordering="server__name")
+    def server_column(self, obj: McpTool) -> SafeString:
+        # Not the foreign key itself: the admin keeps that on one line (class "nowrap"),
+        # and a long server name would push the Try column under the filters.
+        return format_html('{}<div class="nr-llm-detail">{}</div>', obj.server.name, obj.server.identifier)
+
     @admin.display(description="orphaned", ordering="orphaned")
     def orphan_column(self, obj: McpTool) -> SafeString | str:
         if not obj.orphaned:
@@ -262,11 +280,23 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
             '<strong class="nr-llm-warning">ORPHANED{}</strong>: no longer in the server\'s catalogue', since
         )
 
+    @admin.display(description="orphaned")
+    def orphan_state(self, obj: McpTool) -> SafeString | str:
+        # The change page answers the question; the list leaves the cell of a live tool empty.
+        return self.orphan_column(obj) or "no: the server still offers it"
+
     @admin.display(description="try")
     def try_column(self, obj: McpTool) -> SafeString | str:
         if _untryable(obj):
             return ""
         return format_html('<a href="{}">Try tool</a>', reverse("admin:nr_llm_mcptool_try", args=[obj.pk]))
+
+    @admin.display(description="try tool")
+    def try_state(self, obj: McpTool) -> SafeString | str:
+        refusal, hint = _why_not_tryable(obj)
+        if refusal:
+            return f"Not available: {refusal}. {hint}"
+        return self.try_column(obj)
 
     @admin.display(description="input schema")
     def schema_column(self, obj: McpTool) -> SafeString:
@@ -299,13 +329,21 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
 
 def _untryable(tool: McpTool) -> str:
     """Why ``tool`` cannot be tried, or "" when it can."""
+    return _why_not_tryable(tool)[0]
+
+
+def _why_not_tryable(tool: McpTool) -> tuple[str, str]:
+    """(why ``tool`` cannot be tried, what the operator can do about it); ("", "") when it can."""
     if tool.orphaned:
-        return "it is orphaned (gone from its server's catalogue)"
+        return (
+            "it is orphaned (gone from its server's catalogue)",
+            "Import the server's catalogue again; if the server offers it again, it can be tried.",
+        )
     if not tool.enabled:
-        return "it is not enabled"
+        return "it is not enabled", "A tool must be enabled to try it: tick Enabled and save."
     if not tool.server.enabled:
-        return "its server is not enabled"
-    return ""
+        return "its server is not enabled", "Enable its MCP server first."
+    return "", ""
 
 
 def _pretty_json(value: Any) -> SafeString:

@@ -15,8 +15,9 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 from django.utils.timesince import timesince
 
+from .import_state import stalled
 from .mcp import ConnectionReport
-from .models import AuthPlacement, DataClass, ImportStatus
+from .models import AuthPlacement, DataClass, ImportStatus, ImportTaskState
 from .tasks import ImportStart
 
 TRANSPORT = "Streamable HTTP"
@@ -48,6 +49,13 @@ def authentication(stored: str, header_name: str) -> SafeString:
     return format_html("{}", AuthPlacement(stored).label)
 
 
+def connection(stored: str, header_name: str) -> SafeString:
+    """The transport and the authentication, as one line under the contact."""
+    if stored == AuthPlacement.NONE:
+        return format_html("{}, no authentication", TRANSPORT)
+    return format_html("{}, {}", TRANSPORT, authentication(stored, header_name))
+
+
 def data_class(stored: str) -> SafeString:
     if not stored:
         return format_html('<strong class="nr-llm-warning">{}</strong>', "undeclared: imports refused")
@@ -66,6 +74,27 @@ def last_import(status: str, imported: datetime | None, now: datetime) -> str:
     if imported is None:
         return label
     return f"{label} · {_ago(imported, now)}"
+
+
+def import_task(state: str, since: datetime | None, budget_seconds: float, now: datetime) -> SafeString:
+    """The admin's latest import while it waits or runs; "" once it is done (the status says how)."""
+    ago = _ago(since, now) if since else "at an unknown time"
+    if stalled(state, since, budget_seconds, now):
+        return format_html(
+            '<strong class="nr-llm-warning">Import stalled: started {}, longer than its {} s budget '
+            "allows; its worker has probably stopped. Import again.</strong>",
+            ago,
+            f"{budget_seconds:g}",
+        )
+    if state == ImportTaskState.QUEUED:
+        return format_html("Import queued {}", ago)
+    if state == ImportTaskState.RUNNING:
+        return format_html("Import running, started {}", ago)
+    return SafeString("")
+
+
+def approval(required: bool) -> str:
+    return "approval required" if required else "no approval step"
 
 
 def error_preview(error: str) -> str:

@@ -37,12 +37,20 @@ class DataClass(models.TextChoices):
 
 
 class ImportStatus(models.TextChoices):
-    # No "importing": a crashed worker must not leave a server stuck in a state
-    # nobody will ever clear.
+    # The outcome of the last import that finished. Whether one is waiting or running is
+    # ImportTaskState, kept apart so the last outcome stays readable meanwhile.
     NEVER_IMPORTED = "never_imported", "Never imported"
     OK = "ok", "OK"
     PARTIAL = "partial", "Partial"
     ERROR = "error", "Error"
+
+
+class ImportTaskState(models.TextChoices):
+    # A crashed worker cannot clear "running"; import_state.py reads a run older than its
+    # budget allows as stalled instead of trusting it (no heartbeat exists to do better).
+    IDLE = "idle", "Idle"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
 
 
 class McpServer(models.Model):
@@ -95,7 +103,14 @@ class McpServer(models.Model):
     last_imported = models.DateTimeField(null=True, blank=True, editable=False)
     tool_count = models.PositiveIntegerField(default=0, editable=False)
     last_contact = models.DateTimeField(null=True, blank=True, editable=False)
-    last_latency_ms = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    last_latency_ms = models.PositiveIntegerField("last latency (ms)", null=True, blank=True, editable=False)
+    # Where the admin's latest import task is; the token tells that task's writes apart
+    # from an older task's, so an earlier import finishing never clears a newer one's state.
+    import_task_state = models.CharField(
+        max_length=16, choices=ImportTaskState.choices, default=ImportTaskState.IDLE, editable=False
+    )
+    import_task_since = models.DateTimeField(null=True, blank=True, editable=False)
+    import_task_token = models.CharField(max_length=32, blank=True, editable=False)
 
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)

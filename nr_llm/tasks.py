@@ -1,8 +1,9 @@
 """Catalogue imports from the admin go through Django's Tasks framework.
 
 With the default immediate backend the import runs inside the request, as a direct call
-would; a site that configures a database or queue backend (``TASKS``) takes imports off
-the request path without any change here. The caller learns which happened.
+would; a site that configures a database or queue backend (``TASKS``, e.g. django-tasks-db
+and its ``db_worker``) takes imports off the request path without any change here. The
+caller learns which happened; the server row says queued, running, then the outcome.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Literal
 
 import django
 
+from . import import_state
 from .catalogue import ImportReport, import_catalogue
 from .models import McpServer
 
@@ -26,8 +28,12 @@ else:  # Django 5.2: the backport the framework was upstreamed from.
 
 
 @task()
-def import_server_catalogue(server_pk: int) -> dict[str, Any]:
-    """Import one server's catalogue; the report travels back as JSON (a task result must)."""
+def import_server_catalogue(server_pk: int, token: str = "") -> dict[str, Any]:
+    """Import one server's catalogue; the report travels back as JSON (a task result must).
+
+    ``token`` (from ``import_state.mark_queued``) lets the task move the server's import
+    state; a task enqueued without one imports all the same.
+    """
     server = McpServer.objects.filter(pk=server_pk).first()
     if server is None:
         # Deleted while the task waited in a queue: a refusal to report, not a crash.
@@ -35,7 +41,14 @@ def import_server_catalogue(server_pk: int) -> dict[str, Any]:
             f"#{server_pk}", 0, 0, 0, (), refused="the server was deleted before its import ran"
         )
         return dataclasses.asdict(gone)
-    return dataclasses.asdict(import_catalogue(server))
+    import_state.mark_running(server_pk, token)
+    try:
+        report = import_catalogue(server)
+    except Exception as exc:
+        import_state.mark_crashed(server_pk, token, _class_path(exc))
+        raise  # the task backend records the failure and its traceback
+    import_state.mark_idle(server_pk, token)
+    return dataclasses.asdict(report)
 
 
 @dataclass(frozen=True)
@@ -52,14 +65,17 @@ class ImportStart:
 
 def start_import(server: McpServer) -> ImportStart:
     """Enqueue the import of ``server``'s catalogue on the default task backend."""
+    # Queued before the enqueue: a worker may start the task before enqueue() returns, and
+    # its "running" must not be overwritten by a late "queued".
+    token = import_state.mark_queued(server)
     try:
-        result = import_server_catalogue.enqueue(server.pk)
+        result = import_server_catalogue.enqueue(server.pk, token)
     except Exception as exc:
         # A reporting boundary: a misconfigured or unreachable task backend is the
         # operator's to fix, and must reach them as a message, not as a 500 page.
         logger.exception("could not enqueue the catalogue import of MCP server %s", server.identifier)
-        failure = f"{type(exc).__module__}.{type(exc).__qualname__}"
-        return ImportStart(server.identifier, "", "failed", failure=failure)
+        import_state.mark_idle(server.pk, token)
+        return ImportStart(server.identifier, "", "failed", failure=_class_path(exc))
     if result.status == TaskResultStatus.SUCCESSFUL:
         value = result.return_value
         report = ImportReport(**{**value, "skip_reasons": tuple(value["skip_reasons"])})
@@ -68,3 +84,7 @@ def start_import(server: McpServer) -> ImportStart:
         failure = result.errors[-1].exception_class_path if result.errors else "unknown error"
         return ImportStart(server.identifier, str(result.id), "failed", failure=failure)
     return ImportStart(server.identifier, str(result.id), "queued")
+
+
+def _class_path(exc: BaseException) -> str:
+    return f"{type(exc).__module__}.{type(exc).__qualname__}"

@@ -9,6 +9,10 @@ os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-0123456789abcdef")
 
 from project.settings import *  # noqa: E402,F403
 
+# The database task backend's tables exist in every test database, so the worker tests
+# (tests/e2e/test_import_workers.py) can switch TASKS to it; the default stays immediate.
+INSTALLED_APPS = [*INSTALLED_APPS, "django_tasks_db"]  # noqa: F405
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Admin error mails go to locmem. Django 6.1 replaced EMAIL_BACKEND with MAILERS and warns
 # about either the old setting or no mailer at all (warnings are errors in this suite).

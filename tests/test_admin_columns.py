@@ -101,3 +101,31 @@ def test_connection_summary_names_the_era(era, version, shown):
     """The line says which era the server was reached in, beside the revision."""
     report = ConnectionReport(reachable=True, latency_ms=1, protocol_version=version, era=era)
     assert columns.connection_summary("demo", report) == f"Connection to demo: reachable in 1 ms · {shown}"
+
+
+def test_import_task_reads_queued_running_or_nothing():
+    """Queued and running say so with their age; an idle server's cell leaves it to the status."""
+    assert (
+        columns.import_task("queued", NOW - timedelta(minutes=3), 20, NOW) == "Import queued 3\xa0minutes ago"
+    )
+    assert (
+        columns.import_task("running", NOW - timedelta(seconds=5), 20, NOW)
+        == "Import running, started just now"
+    )
+    assert columns.import_task("idle", NOW, 20, NOW) == ""
+
+
+def test_a_run_past_its_budget_reads_as_stalled_with_what_to_do():
+    """A run older than its budget allows is flagged: its worker probably stopped; import again."""
+    html = columns.import_task("running", NOW - timedelta(minutes=12), 20, NOW)
+    assert "nr-llm-warning" in html
+    assert (
+        "Import stalled: started 12\xa0minutes ago, longer than its 20 s budget allows; "
+        "its worker has probably stopped. Import again."
+    ) in html
+
+
+def test_connection_names_the_transport_and_the_authentication():
+    """One line: the transport, then the authentication in words."""
+    assert columns.connection("none", "") == "Streamable HTTP, no authentication"
+    assert columns.connection("header", "X-Api-Key") == "Streamable HTTP, Named header (X-Api-Key)"

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from nr_llm import tools
-from nr_llm.models import ImportStatus, McpServer, McpTool
+from nr_llm.models import ImportStatus, ImportTaskState, McpServer, McpTool
 
 from . import catalogue_peers
 from .admin_clients import messages_of, post_action, staff_client
@@ -146,3 +146,43 @@ def test_a_queued_import_of_a_deleted_server_is_a_refusal_not_a_crash():
     report = import_server_catalogue.call(pk)
     assert report["refused"] == "the server was deleted before its import ran"
     assert not McpServer.objects.filter(pk=pk).exists()
+
+
+def test_the_immediate_backend_leaves_the_server_idle_with_its_outcome(admin_client, small_catalogue_url):
+    """Queued, run and done inside the request: the row ends idle, its outcome OK."""
+    server = McpServerFactory.create(identifier="peer", url=small_catalogue_url)
+    _import(admin_client, server)
+    server.refresh_from_db()
+    assert (server.import_task_state, server.import_status) == (ImportTaskState.IDLE, ImportStatus.OK)
+
+
+def test_a_queued_import_shows_as_queued_in_the_changelist(admin_client, small_catalogue_url, settings):
+    """With a backend that queues, the row says queued until a worker takes the task."""
+    settings.TASKS = {"default": {"BACKEND": f"{TASKS_PACKAGE}.backends.dummy.DummyBackend"}}
+    server = McpServerFactory.create(identifier="peer", url=small_catalogue_url)
+    page = _import(admin_client, server).content.decode()
+    server.refresh_from_db()
+    assert server.import_task_state == ImportTaskState.QUEUED
+    assert "Import queued just now" in page
+
+
+def test_an_import_that_could_not_be_enqueued_is_not_left_queued(admin_client, settings):
+    """A failed enqueue returns the row to idle: nothing waits for that import."""
+    settings.TASKS = {"default": {"BACKEND": f"{TASKS_PACKAGE}.backends.database.NoSuchBackend"}}
+    server = McpServerFactory.create(identifier="peer")
+    _import(admin_client, server)
+    server.refresh_from_db()
+    assert server.import_task_state == ImportTaskState.IDLE
+
+
+def test_a_crashed_task_is_an_error_outcome_on_the_row(admin_client, small_catalogue_url):
+    """The changelist shows a crashed import as Error with the exception class, the row idle."""
+    from django.db import connection
+
+    server = McpServerFactory.create(identifier="peer", url=small_catalogue_url)
+    with connection.execute_wrapper(_break_tool_inserts):
+        page = _import(admin_client, server).content.decode()
+    server.refresh_from_db()
+    assert (server.import_task_state, server.import_status) == (ImportTaskState.IDLE, ImportStatus.ERROR)
+    assert server.import_error.startswith("the import task failed (django.db.utils.")
+    assert "the import task failed (django.db.utils." in page

@@ -99,3 +99,13 @@ def test_remote_and_operator_text_is_escaped(admin_client):
     page = _rows(admin_client)
     assert "<script>alert(" not in page
     assert "&lt;script&gt;alert(" in page
+
+
+def test_change_page_labels_read_as_words(admin_client):
+    """Observed fields carry human labels: units in parentheses, no field names."""
+    server = McpServerFactory.create()
+    page = admin_client.get(reverse("admin:nr_llm_mcpserver_change", args=[server.pk])).content.decode()
+    assert "Last latency (ms):" in page
+    assert "Import task:" in page
+    assert "none waiting or running" in page
+    assert "latency ms" not in page.lower()

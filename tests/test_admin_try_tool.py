@@ -130,3 +130,38 @@ def test_a_tool_error_is_shown_as_an_error_outcome(admin_client, imported_peer):
     page = _run(admin_client, "mcp_peer_fail", '{"reason": "on purpose"}')
     assert "The call failed" in page
     assert "(peer) reported an error: Error executing tool fail: on purpose</pre>" in page
+
+
+@pytest.mark.parametrize(
+    ("tool_kwargs", "server_enabled", "says"),
+    [
+        (
+            {"enabled": False},
+            True,
+            "it is not enabled. A tool must be enabled to try it: tick Enabled and save.",
+        ),
+        (
+            {"enabled": True, "orphaned": True},
+            True,
+            "it is orphaned (gone from its server&#x27;s catalogue).",
+        ),
+        ({"enabled": True}, False, "its server is not enabled. Enable its MCP server first."),
+    ],
+)
+def test_the_change_page_of_a_tool_that_cannot_run_says_what_to_do(
+    admin_client, tool_kwargs, server_enabled, says
+):
+    """Instead of an empty "Try" field, the tool's page says why it cannot be tried and how to fix it."""
+    tool = McpToolFactory.create(**tool_kwargs)
+    McpServer.objects.filter(pk=tool.server_id).update(enabled=server_enabled)
+    page = admin_client.get(reverse("admin:nr_llm_mcptool_change", args=[tool.pk])).content.decode()
+    assert f"Not available: {says}" in page
+    assert _try_url(tool) not in page
+
+
+def test_the_change_page_of_a_runnable_tool_links_to_try_it_and_says_it_is_not_orphaned(admin_client):
+    """A runnable tool's page has the Try tool link and answers "orphaned" with a no."""
+    tool = McpToolFactory.create(enabled=True)
+    page = admin_client.get(reverse("admin:nr_llm_mcptool_change", args=[tool.pk])).content.decode()
+    assert f'<a href="{_try_url(tool)}">Try tool</a>' in page
+    assert "no: the server still offers it" in page

@@ -7,12 +7,12 @@ Exception tree::
                timeout              a leg outlived its grant on the wire
                unreachable          DNS, connect or connection failure
                refused_host         the host resolves to a private/loopback address
-               redirect             a 3xx answer (redirects are never followed)
+               redirect             a 3xx answer (never followed, its body never read)
                status               any other non-success HTTP status (401/403, 5xx, ...)
                content_type         neither JSON nor an event stream (an HTML page)
                malformed            a body that is not a JSON-RPC answer to our request
                rpc_error            a JSON-RPC error object
-               too_large            a body over the size cap
+               too_large            a body over the size cap, or headers over their allowance
                missing_credential   a configured credential could not be resolved
                session_expired      the server forgot the session (404 with a session id)
                invalid_tool         the tool's listed schema cannot be sent (a bad x-mcp-header);

@@ -7,6 +7,7 @@ the answer it waits for has been dispatched, even if the server keeps the stream
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 MAX_RETRY_MS = 86_400_000  # a day: 8 digits
@@ -32,26 +33,59 @@ class EventStreamDecoder:
         self._retry: int | None = None
         self.last_event_id: str | None = None
         self.retry_ms: int | None = None
+        self._started = False
+
+    def events(self, chunks: Iterable[bytes]) -> Iterator[Event]:
+        """Every event of a whole stream, each as soon as its chunk arrives; the stream's
+        end counts (a CR ending it may complete the last event)."""
+        for chunk in chunks:
+            yield from self.feed(chunk)
+        yield from self.end()
 
     def feed(self, chunk: bytes) -> list[Event]:
         decoded = self._text.decode(chunk)
+        if not self._started:
+            decoded = self._opening(decoded)
         pending = self._pending
-        # No line can end in this chunk (no terminator, and no CR waiting for its LF).
+        # No line can end in this chunk (no terminator, and no CR waiting for its LF): the
+        # common case of a long line trickling in, so it is kept to a few tests.
         if "\n" not in decoded and "\r" not in decoded and not (pending and pending[-1].endswith("\r")):
             if decoded:
                 pending.append(decoded)
             return []
+        return self._lines(decoded, final=False)
+
+    def end(self) -> list[Event]:
+        """The stream closed: what its last bytes complete. A CR held back as possibly half a
+        CRLF was a line end after all; a line nothing ended is dropped (WHATWG)."""
+        decoded = self._text.decode(b"", final=True)
+        if not self._started:
+            decoded = self._opening(decoded)
+        return self._lines(decoded, final=True)
+
+    def _opening(self, decoded: str) -> str:
+        if decoded:
+            self._started = True
+            # WHATWG: one U+FEFF (a UTF-8 byte order mark) opening the stream is not part of it.
+            return decoded.removeprefix("\ufeff")
+        return decoded
+
+    def _lines(self, decoded: str, *, final: bool) -> list[Event]:
+        pending = self._pending
         text = "".join(pending) + decoded
+        held = ""
+        if not final and text.endswith("\r"):
+            text, held = text[:-1], "\r"  # may be the first half of a CRLF split across chunks
+        # All three line ends made one, then one split: a few passes in C whatever the mix,
+        # where a search per line for the next LF would scan to the chunk's end on CR-only text.
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        rest = lines.pop()  # after the last line end: the unterminated tail
         events: list[Event] = []
-        start = 0
-        while (cut := _line_end(text, start)) is not None:
-            end, after = cut
-            event = self._line(text[start:end])
+        for line in lines:
+            event = self._line(line)
             if event is not None:
                 events.append(event)
-            start = after
-        rest = text[start:]
-        self._pending = [rest] if rest else []
+        self._pending = [rest + held] if (rest or held) and not final else []
         return events
 
     def _line(self, line: str) -> Event | None:
@@ -86,14 +120,3 @@ class EventStreamDecoder:
         if not joined:
             return None  # e.g. the priming event a 2025-11-25 server sends for resumption
         return Event(data=joined, event=event, id=identifier, retry_ms=retry)
-
-
-def _line_end(text: str, start: int) -> tuple[int, int] | None:
-    """Where the first complete line from ``start`` ends and the next begins, if one is complete."""
-    lf = text.find("\n", start)
-    cr = text.find("\r", start, lf if lf != -1 else len(text))
-    if cr == -1:
-        return None if lf == -1 else (lf, lf + 1)
-    if cr + 1 == len(text):
-        return None  # may be the first half of a CRLF split across chunks
-    return cr, cr + (2 if text[cr + 1] == "\n" else 1)

@@ -6,7 +6,9 @@ Each leg asks the operation's deadline for a grant before anything is built, sen
 ends the leg when the operation's budget is spent (the grant rounded up; the watchdog
 does not), and stops reading at the size cap. A JSON body and
 an event stream are read the same way: the first JSON-RPC response to our request id is
-the answer; server requests and notifications before it are skipped.
+the answer; server requests and notifications before it are skipped. The status line and
+headers count against their own allowance (headerlimit.py), read before the body cap
+applies; a 3xx is an error decided from them alone, its body never read.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
 from .endpoint import Endpoint
 from .errors import McpTransportError
 from .eventstream import EventStreamDecoder
+from .headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, HeaderFlood
 from .text import clean
 from .watchdog import POOL_CLASSES, LegWatchdog, RefusedPeer
 
@@ -54,6 +57,10 @@ def default_session() -> requests.Session:
     # Transport turns off the environment (proxies, .netrc) on every session it is given:
     # a netrc password must not reach an MCP server.
     return requests.Session()
+
+
+def _no_redirect_target(response: requests.Response) -> None:
+    return None
 
 
 class _WatchedAdapter(HTTPAdapter):
@@ -102,6 +109,11 @@ class Transport:
         # gate would judge the wrong address and the watchdog would not see the socket.
         session.trust_env = False
         session.proxies.clear()
+        # Session.send runs the redirect machinery even with allow_redirects=False (to
+        # offer the next request as response.next): it reads the whole 3xx body, inflated
+        # and uncapped, and parses Location, raising whatever a hostile one provokes.
+        # With no redirect target it does neither; the 3xx comes back unread.
+        session.get_redirect_target = _no_redirect_target  # type: ignore[method-assign,assignment]
         adapter = _WatchedAdapter(max_retries=0)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
@@ -229,6 +241,13 @@ class Transport:
                     # Whatever the cut-off answer looked like, the grant ran out first.
                     raise self._timeout(wall_seconds) from exc
                 raise
+            except HeaderFlood as exc:
+                raise McpTransportError(
+                    "too_large",
+                    self.server,
+                    f"MCP server {self.server!r} sent a status line and headers over "
+                    f"{MAX_HEADER_BYTES // 1024} KiB or {MAX_HEADER_LINES} lines; reading stopped there.",
+                ) from exc
             except RefusedPeer as exc:
                 raise McpTransportError(
                     "refused_host",
@@ -276,11 +295,10 @@ class Transport:
         chunks = self._chunks(response, watchdog, seconds)
         if media == "text/event-stream":
             decoder = EventStreamDecoder()
-            for chunk in chunks:
-                for event in decoder.feed(chunk):
-                    message = jsonrpc.decode(event.data, self.server, "an event")
-                    if jsonrpc.is_answer(message, request_id):
-                        return message  # type: ignore[no-any-return]
+            for event in decoder.events(chunks):
+                message = jsonrpc.decode(event.data, self.server, "an event")
+                if jsonrpc.is_answer(message, request_id):
+                    return message  # type: ignore[no-any-return]
             raise _EndedEarly(self.server, decoder.last_event_id, decoder.retry_ms)
         if media == "application/json" or media.endswith("+json"):
             raw = b"".join(chunks)
@@ -322,6 +340,9 @@ class Transport:
     ) -> None:
         name = self.server
         if 300 <= status < 400:
+            # Before any byte of the body is read: closing the response unread (the caller
+            # does) drops its connection, so whatever body follows is never read or reused.
+            # Location is only quoted, never parsed.
             where = clean(response.headers.get("Location", "elsewhere"))
             raise McpTransportError(
                 "redirect",
@@ -381,6 +402,16 @@ class Transport:
         it can carry the URL (and a secret in its query string)."""
         if fired or isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError):
             return self._timeout(seconds)
+        if isinstance(exc, requests.exceptions.InvalidHeader) and isinstance(
+            exc.args[0] if exc.args else None, urllib3.exceptions.InvalidHeader
+        ):
+            # Raised by urllib3 reading the answer (its only such check there: Content-Length
+            # values that disagree), not by a header of ours.
+            return McpTransportError(
+                "malformed",
+                self.server,
+                f"MCP server {self.server!r} sent conflicting Content-Length values.",
+            )
         if isinstance(
             exc,
             requests.exceptions.InvalidURL

@@ -9,7 +9,8 @@ to is the leg's own grant running out.
 
 The socket is handed to the watchdog by connection classes that register it when a
 connection opens and before a response is read (a kept-alive connection is reused
-without opening again). The current leg is found through a context variable, because
+without opening again). The same classes read each answer's head within the header
+allowance (headerlimit.py). The current leg is found through a context variable, because
 urllib3 builds connections deep inside ``requests`` where no argument can reach.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import heapq
+import http.client
 import ipaddress
 import itertools
 import os
@@ -30,6 +32,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
+from .headerlimit import CappedResponse
 from .hostgate import forbidden
 
 
@@ -152,6 +155,7 @@ _current: contextvars.ContextVar[LegWatchdog | None] = contextvars.ContextVar("n
 class _Watched:
     sock: Any
     _dns_host: str
+    response_class: type[http.client.HTTPResponse] = CappedResponse
 
     def _new_conn(self) -> socket.socket:
         watchdog = _current.get()

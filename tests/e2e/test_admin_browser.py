@@ -7,13 +7,15 @@ pytest-django's live server, the official Python SDK server as the MCP peer; all
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
-from nr_llm.models import ImportStatus, McpServer
+from nr_llm.models import DataClass, ImportStatus, ImportTaskState, McpServer, McpTool
 from tests.peers import ROOT, sdk_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -23,6 +25,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 # The peer describes itself with markup: the admin must show it as text and run nothing.
 HOSTILE_NAME = "<script>window.__pwned = 1; alert('pwned')</script> peer"
 TIMEOUT_MS = 30_000
+# A common laptop screen: every changelist must fit it beside its filter sidebar.
+WIDTH, HEIGHT = 1280, 800
 
 
 @pytest.fixture
@@ -49,7 +53,7 @@ def browser_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ob
                 "--disable-sync",
                 "--no-first-run",
             ],
-            viewport={"width": 1600, "height": 900},
+            viewport={"width": WIDTH, "height": HEIGHT},
         )
         context.set_default_timeout(TIMEOUT_MS)
         try:
@@ -59,6 +63,39 @@ def browser_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ob
             # Queries made while the loop ran used connections of their own; left open,
             # they would keep PostgreSQL from dropping the test database.
             connections.close_all()
+
+
+def _assert_changelist_fits(page) -> None:
+    """Nothing of the changelist needs horizontal scrolling, and no column hides under the filters."""
+    layout = page.evaluate(
+        """() => {
+          const box = (element) => element.getBoundingClientRect();
+          const filter = document.querySelector('#changelist-filter');
+          const results = document.querySelector('#changelist .results');
+          return {
+            pageScroll: document.scrollingElement.scrollWidth,
+            pageWidth: document.scrollingElement.clientWidth,
+            resultsScroll: results.scrollWidth,
+            resultsWidth: results.clientWidth,
+            filterLeft: filter ? box(filter).left : window.innerWidth,
+            // What sticks out, named in the failure message.
+            outside: [...document.querySelectorAll('#changelist *')]
+              .filter((element) => box(element).right > Math.min(box(results).right, window.innerWidth) + 1)
+              .slice(0, 10)
+              .map((element) => `${element.tagName}.${element.className} right=${box(element).right}`),
+            headers: [...document.querySelectorAll('#result_list thead th')].map(
+              (th) => ({name: th.className, left: box(th).left, right: box(th).right})),
+          };
+        }"""
+    )
+    shown = json.dumps(layout, indent=1)
+    assert layout["pageScroll"] <= layout["pageWidth"], shown
+    assert layout["resultsScroll"] <= layout["resultsWidth"], shown
+    for header in layout["headers"]:
+        assert header["left"] >= 0 and header["right"] <= min(WIDTH, layout["filterLeft"]), (
+            header,
+            layout,
+        )
 
 
 def _run_action(page, label: str) -> str:
@@ -102,7 +139,7 @@ def test_operator_adds_tests_imports_enables_and_tries_a_tool(
         page.wait_for_selector("ul.messagelist")
         assert "was added successfully" in page.locator("ul.messagelist").inner_text()
         contact_cell = page.locator("tr:has-text('Test peer') td.field-contact_column")
-        assert contact_cell.inner_text() == "never"
+        assert contact_cell.inner_text().splitlines() == ["never", "Streamable HTTP, no authentication"]
 
         # Test the connection and see the report; the peer's name is shown as text.
         page.locator("tr:has-text('Test peer') input.action-select").check()
@@ -110,7 +147,7 @@ def test_operator_adds_tests_imports_enables_and_tries_a_tool(
         assert re.search(r"Connection to peer: reachable in \d+ ms · protocol \d{4}-\d\d-\d\d", message)
         assert f"server “{HOSTILE_NAME}” version 1.2.3" in message
         assert page.evaluate("window.__pwned") is None
-        assert re.fullmatch(r"just now · \d+ ms", contact_cell.inner_text())
+        assert re.fullmatch(r"just now · \d+ ms", contact_cell.inner_text().splitlines()[0])
         contact_after_ping = McpServer.objects.get(identifier="peer").last_contact
         assert contact_after_ping is not None
 
@@ -118,12 +155,28 @@ def test_operator_adds_tests_imports_enables_and_tries_a_tool(
         page.locator("tr:has-text('Test peer') input.action-select").check()
         message = _run_action(page, "Import catalogue")
         assert "Import of peer ran: 5 imported, 0 skipped, 0 orphaned." in message
-        assert page.locator("tr:has-text('Test peer') td.field-tools_column").inner_text() == "0 / 5 enabled"
+        assert (
+            page.locator("tr:has-text('Test peer') td.field-catalogue_column a").inner_text()
+            == "0 / 5 enabled"
+        )
 
-        # Enable one tool from the server's own tool list.
-        page.locator("tr:has-text('Test peer') td.field-tools_column a").click()
+        # A disabled tool's page says what trying it takes.
+        page.locator("tr:has-text('Test peer') td.field-catalogue_column a").click()
+        page.locator("tr:has-text('mcp_peer_echo') th a").click()
+        assert (
+            page.locator("div.field-try_state")
+            .inner_text()
+            .endswith(
+                "Not available: it is not enabled. A tool must be enabled to try it: tick Enabled and save."
+            )
+        )
+        page.go_back()
+
+        # Enable one tool from the server's own tool list; its Try link is on screen.
         page.locator("tr:has-text('mcp_peer_echo') input.action-select").check()
         assert "1 tool(s) enabled." in _run_action(page, "Enable selected tools")
+        page.screenshot(path=str(ARTIFACTS / "admin-tool-changelist.png"), full_page=True)
+        _assert_changelist_fits(page)
 
         # Try it and see the answer.
         page.locator("tr:has-text('mcp_peer_echo')").get_by_role("link", name="Try tool").click()
@@ -149,13 +202,35 @@ def test_operator_adds_tests_imports_enables_and_tries_a_tool(
             import_status=ImportStatus.ERROR,
             import_error="no data class is declared; declare what data this server may see first",
         )
-        page.set_viewport_size({"width": 2100, "height": 700})
+        # Names as long as the rules allow, with no space to break at, and an import waiting in a queue.
+        long_server = McpServer.objects.create(
+            identifier="documentation_team_knowledge_bas",
+            name="Knowledge base of the documentation team",
+            url="https://kb.example.invalid/mcp",
+            data_class=DataClass.EDITOR_CONTENT,
+            import_task_state=ImportTaskState.QUEUED,
+            import_task_since=timezone.now(),
+        )
+        McpTool.objects.create(
+            server=long_server,
+            tool_name="mcp_documentation_team_knowledge_bas_search_pages_by_title_fast",
+            remote_name="search_pages_by_title_fast",
+            orphaned=True,
+            orphaned_at=timezone.now(),
+        )
+        page.goto(f"{live_server.url}/admin/nr_llm/mcptool/")
+        page.screenshot(path=str(ARTIFACTS / "admin-tool-changelist-long-names.png"), full_page=True)
+        _assert_changelist_fits(page)
         page.goto(f"{live_server.url}/admin/nr_llm/mcpserver/")
-        assert "1 / 5 enabled" in page.locator("tr:has-text('Test peer') td.field-tools_column").inner_text()
-        warning = page.locator("tr:has-text('Wiki') td.field-data_class_column strong")
+        queued = page.locator("tr:has-text('Knowledge base') td.field-catalogue_column").inner_text()
+        assert "Import queued just now" in queued
+        catalogue = page.locator("tr:has-text('Test peer') td.field-catalogue_column").inner_text()
+        assert re.fullmatch(r"1 / 5 enabled\s+OK · just now", catalogue)
+        warning = page.locator("tr:has-text('Wiki') td.field-policy_column strong")
         assert warning.inner_text() == "undeclared: imports refused"
         # The app's stylesheet is served and applied: the warning is in the admin's error colour.
         assert warning.evaluate("element => getComputedStyle(element).color") == "rgb(186, 33, 33)"
         page.screenshot(path=str(ARTIFACTS / "admin-server-changelist.png"), full_page=True)
+        _assert_changelist_fits(page)
 
     assert dialogs == []

@@ -149,6 +149,25 @@ def test_an_event_stream_skips_server_requests_and_notifications(mock, clock) ->
     assert outcome.text == "streamed"
 
 
+@pytest.mark.parametrize(
+    "stream",
+    ["\ufeffdata: {answer}\n\n", "data: {answer}\r\r"],
+    ids=["byte-order-mark-first", "lone-cr-last"],
+)
+def test_an_answer_at_either_edge_of_a_stream_is_read(mock, clock, stream: str) -> None:
+    """The answer is read when a byte order mark opens the stream, and when the stream
+    closes on the lone CR that ends the answer's event (held back as half a CRLF until then)."""
+    answer = json.dumps(
+        {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "edge"}]}}
+    )
+    server = ScriptedServer(clock, overrides={"tools/call": (200, SSE, stream.format(answer=answer))})
+    server.install(mock)
+    outcome = McpClient(allow_private_networks=True, clock=clock).call_tool(
+        Endpoint(identifier="demo", url=URL), "echo"
+    )
+    assert outcome.text == "edge"
+
+
 def test_an_answer_inside_a_batch_is_found(mock, clock) -> None:
     """A JSON array holding a notification and our answer yields the answer."""
     batch = [

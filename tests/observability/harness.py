@@ -34,7 +34,8 @@ class Server:
     def records(self) -> list[Record]:
         if not self.log_path.exists():
             return []
-        lines = self.log_path.read_text().splitlines()
+        # Only whole lines: the server may be halfway through writing the last one.
+        lines = self.log_path.read_text().split("\n")[:-1]
         return [json.loads(line) for line in lines if line.strip()]
 
     def wait_for(self, predicate: Callable[[Record], bool], what: str, count: int = 1) -> list[Record]:

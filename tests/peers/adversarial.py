@@ -19,9 +19,17 @@
     slow-delete/S     well-behaved, with sessions, but DELETE answers after S seconds
     drop-unicode/0    tools/call: like drop, but the event id is no ASCII (no header can carry it)
     gzip-bomb/0       tools/call: Content-Encoding gzip (never asked for) inflating to 64 MiB
-    raw/NAME          tools/call: the raw bytes RAW[NAME] (a broken HTTP answer), then close
+    leg/LEG/SHAPE     well-behaved, with sessions, except on one leg (``initialize``,
+                      ``notification``, ``work``, ``resume``: the GET after a work stream
+                      that closed early offering resumption, or ``delete``), which gets the
+                      raw bytes of ``hostile_wire.answer(SHAPE)``; any further segments
+                      before ``mcp`` are free (a test's own tag). ``GET /seen`` lists every
+                      request (with how many its connection has carried, this one
+                      included), each serving of the shape, and any request a client sent
+                      on a connection held silent after a shape (``reused``)
     record/0          well-behaved, with sessions; remembers each request's session id and
-                      credential headers, served as JSON by ``GET /seen`` (not MCP)
+                      credential headers, served as JSON by ``GET /seen`` (not MCP), as
+                      for every GET and every ``leg/`` request
     tattle/0          answers every request with a JSON-RPC error quoting the credential
                       it was sent, as a careless server's "invalid token ..." does
     slow-discover/S   a 2026-07-28 server whose server/discover answers after S seconds
@@ -52,6 +60,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.peers.hostile_wire import HOLD, KEEP, answer, disposition
+
 LIMIT_SECONDS = 60.0
 MODERN_SCENARIOS = frozenset({"slow-discover", "trickle-discover", "modern-slow-work"})
 PAGES = 50
@@ -62,12 +72,21 @@ SESSIONS = itertools.count(1)
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     session_header = ""
+    # Requests this connection has carried: a client that reuses a connection it should
+    # have dropped shows up as a second request on it.
+    carried = 0
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: a test peer speaks only when it fails
 
+    def handle_one_request(self) -> None:
+        self.carried += 1
+        super().handle_one_request()
+
     def do_DELETE(self) -> None:
         self._remember("DELETE")
+        if self._hostile("delete"):
+            return
         if self.path.startswith("/slow-delete/"):
             time.sleep(min(float(self.path.split("/")[2]), LIMIT_SECONDS))
             self._send(200, b"", "text/plain")
@@ -79,6 +98,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps(SEEN).encode(), "application/json")
             return
         self._remember("GET")
+        if self._hostile("resume"):
+            return
         resumed = self.headers.get("Last-Event-ID", "")
         if self.path.startswith("/drop/") and resumed.startswith("call-"):
             body = {"id": int(resumed.removeprefix("call-"))}
@@ -88,17 +109,27 @@ class Handler(BaseHTTPRequestHandler):
         self._send(405, b"", "text/plain")
 
     def _remember(self, method: str) -> None:
-        if self.path.startswith("/record/") or method == "GET":
+        if self.path.startswith(("/record/", "/leg/")) or method == "GET":
             names = ("Mcp-Session-Id", "Authorization", "X-Api-Key", "Last-Event-ID", "MCP-Protocol-Version")
             headers = {name: self.headers.get(name) for name in names}
-            SEEN.append({"method": method, **headers})
+            SEEN.append({"method": method, "path": self.path, "carried": str(self.carried), **headers})
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         parts = self.path.strip("/").split("/")
-        scenario, seconds = parts[0], float(parts[1]) if len(parts) > 1 else 0.0
+        scenario, seconds = parts[0], _seconds(parts)
         method = body.get("method")
         self._remember(f"POST {method}")
+        leg = "initialize" if method == "initialize" else "work" if "id" in body else "notification"
+        if method == "server/discover":
+            leg = "probe"  # the era probe: answered as an old server does (below), never hostile
+        if self._hostile(leg):
+            return
+        if leg == "work" and parts[:2] == ["leg", "resume"]:
+            # Closed before the answer, offering a way back in: the GET is the hostile leg.
+            self._head(200, "text/event-stream", None)
+            self._write(b"id: resume-1\nretry: 0\ndata:\n\n")
+            return
         if "id" not in body:
             self._send(202, b"", "text/plain")
             return
@@ -119,7 +150,7 @@ class Handler(BaseHTTPRequestHandler):
         if method == "initialize":
             if scenario in ("slow-init", "late-stuck"):
                 time.sleep(min(seconds, LIMIT_SECONDS))
-            if scenario in ("record", "slow-delete"):
+            if scenario in ("record", "slow-delete", "leg"):
                 self.session_header = f"{self.server.server_address[1]}-{next(SESSIONS)}"  # type: ignore[index]
             self._result(
                 body,
@@ -203,10 +234,6 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self._write(bomb)
             return
-        elif scenario == "raw":
-            self.close_connection = True
-            self._write(RAW[self.path.strip("/").split("/")[1]])
-            return
         elif scenario == "endless":
             self._head(200, "application/json", None)
             self._write(b'{"jsonrpc":"2.0","id":' + str(body["id"]).encode() + b',"result":{"content":"')
@@ -216,6 +243,30 @@ class Handler(BaseHTTPRequestHandler):
                 pass
             return
         self._send(200, answer, "application/json")
+
+    def _hostile(self, leg: str) -> bool:
+        """Answer with the scenario's shape if this request is its leg; False otherwise."""
+        parts = self.path.strip("/").split("/")
+        if parts[0] != "leg" or len(parts) < 3 or parts[1] != leg:
+            return False
+        shape = parts[2]
+        SEEN.append({"method": "served", "path": self.path, "served": shape})
+        written = self._write(answer(shape))
+        if written and disposition(shape) == HOLD:
+            self._hold(shape)
+        if disposition(shape) != KEEP:
+            self.close_connection = True
+        return True
+
+    def _hold(self, shape: str) -> None:
+        """Send nothing more until the client leaves (bounded); note any request it sends here."""
+        self.connection.settimeout(LIMIT_SECONDS)
+        try:
+            more = self.connection.recv(4096)
+        except OSError:
+            return
+        if more:
+            SEEN.append({"method": "reused", "path": self.path, "served": shape})
 
     def _result(self, body: dict[str, Any], result: dict[str, Any]) -> None:
         self._send(200, _encode(body, result), "application/json")
@@ -254,28 +305,20 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
 
-RAW = {
-    "huge-header": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Big: "
-    + b"x" * 100_000
-    + b"\r\n\r\n",
-    "many-headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: y\r\n" % n for n in range(150)) + b"\r\n",
-    "bad-chunked": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-    b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
-    "short-body": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
-    "garbage-status": b"HTTP/1.1 abc\r\n\r\n",
-    "not-http": b"\x00\xff\xfe binary noise\r\n\r\n",
-    "bad-gzip": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-    b"Content-Length: 9\r\n\r\nnot gzip!",
-    "nul-header": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\x00\r\nContent-Length: 2\r\n\r\n{}",
-}
-
-
 @functools.cache
 def _gzip_bomb() -> bytes:
     # 64 gzip members of 1 MiB each (a valid gzip stream): cheap to build, 64 MiB inflated.
     prefix = b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"'
     mebibyte = gzip.compress(b"x" * (1 << 20), compresslevel=9)
     return gzip.compress(prefix, compresslevel=9) + mebibyte * 64
+
+
+def _seconds(parts: list[str]) -> float:
+    """A scenario's seconds; 0 for a scenario whose second segment is a name."""
+    try:
+        return float(parts[1]) if len(parts) > 1 else 0.0
+    except ValueError:
+        return 0.0
 
 
 def _encode(body: dict[str, Any], result: dict[str, Any]) -> bytes:

@@ -1,21 +1,29 @@
 """The official Python MCP SDK server as a test peer.
 
 ``python -m tests.peers.sdk_server [--stateless] [--extra-tools N] [--page-size P]
-[--name NAME] [--server-version V] [--modern-only | --no-discover]``: the demo tools (echo,
-add, slow, pixel, fail) plus N generated tools, paged by P per ``tools/list`` page when P is
-given. Binds 127.0.0.1 on an OS-chosen port and prints ``PORT <n>``.
+[--name NAME] [--server-version V] [--modern-only | --no-discover] [--gate]``: the demo tools
+(echo, add, slow, pixel, fail) plus N generated tools, paged by P per ``tools/list`` page when
+P is given. Binds 127.0.0.1 on an OS-chosen port and prints ``PORT <n>``.
 
 SDK 2.3 is dual-era. ``--modern-only`` serves its 2026-07-28 handler alone (a server that
 never learnt ``initialize``); ``--no-discover`` answers ``server/discover`` with -32601, as a
 server from before 2026 does, and serves the handshake era as usual.
 
-Every HTTP request is logged (method and JSON-RPC method) and served as JSON by
+Every HTTP request to ``/mcp`` is logged (method and JSON-RPC method) and served as JSON by
 ``GET /requests``, so tests count what crossed the wire.
+
+``--gate`` holds every ``tools/list`` answer until the test lets one through, so a test can
+see an import while it runs: ``GET /gate`` answers ``{"requests": MCP requests received,
+"waiting": lists held, "served": lists answered}``; ``POST /gate/release`` lets the oldest
+held list (or the next to arrive) through. A held list gives up waiting after
+``GATE_LIMIT_SECONDS`` and answers anyway, so nothing outlives its test.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import socket
 from typing import Any
 
@@ -34,6 +42,9 @@ def _logged(app: Any, *, refuse_discover: bool) -> Any:
             return
         if scope["path"] == "/requests":
             await _json(send, 200, REQUESTS)
+            return
+        if scope["path"] != "/mcp":
+            await app(scope, receive, send)
             return
         chunks = []
         more = True
@@ -124,6 +135,60 @@ def _paged(server: Any, page_size: int) -> None:
     server._lowlevel_server.add_request_handler("tools/list", PaginatedRequestParams, handle_list_tools)
 
 
+GATE_LIMIT_SECONDS = 60.0
+
+
+class _Gate:
+    """Counts and holds ``tools/list`` requests; runs on the server's one event loop."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.waiting = 0
+        self.served = 0
+        self._permits = asyncio.Semaphore(0)
+
+    async def hold(self) -> None:
+        self.waiting += 1
+        try:
+            await asyncio.wait_for(self._permits.acquire(), GATE_LIMIT_SECONDS)
+        except TimeoutError:
+            pass
+        finally:
+            self.waiting -= 1
+        self.served += 1
+
+    def release(self) -> None:
+        self._permits.release()
+
+
+def _gated(server: Any, app: Any) -> Any:
+    """``app`` with its ``tools/list`` held at a gate, and the gate's two control routes."""
+    from mcp_types import ListToolsResult, PaginatedRequestParams
+
+    gate = _Gate()
+
+    async def handle_list_tools(ctx: Any, params: Any) -> Any:
+        await gate.hold()
+        return ListToolsResult(tools=await server.list_tools())
+
+    server._lowlevel_server.add_request_handler("tools/list", PaginatedRequestParams, handle_list_tools)
+
+    async def control(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] in ("/gate", "/gate/release"):
+            if scope["path"] == "/gate/release" and scope["method"] == "POST":
+                gate.release()
+            body = json.dumps({"requests": gate.requests, "waiting": gate.waiting, "served": gate.served})
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body.encode()})
+            return
+        if scope["type"] == "http":
+            gate.requests += 1
+        await app(scope, receive, send)
+
+    return control
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stateless", action="store_true")
@@ -134,6 +199,7 @@ def main() -> None:
     era = parser.add_mutually_exclusive_group()
     era.add_argument("--modern-only", action="store_true")
     era.add_argument("--no-discover", action="store_true")
+    parser.add_argument("--gate", action="store_true")
     args = parser.parse_args()
 
     import logging
@@ -156,6 +222,8 @@ def main() -> None:
         app = _modern_only(server._lowlevel_server)
     else:
         app = server.streamable_http_app(stateless_http=args.stateless, json_response=args.stateless)
+    if args.gate:
+        app = _gated(server, app)
     app = _logged(app, refuse_discover=args.no_discover)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
