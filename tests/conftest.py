@@ -1,4 +1,4 @@
-"""Fixtures for every test."""
+"""Fixtures shared by every test folder (registered here once, so a session fixture starts once)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from nr_llm.mcp.eras import process_cache
+from tests.oauth_peers import oauth_peers
+
+__all__ = ["oauth_peers"]
 
 
 @pytest.fixture(autouse=True)

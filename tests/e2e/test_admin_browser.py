@@ -16,52 +16,32 @@ import pytest
 from django.utils import timezone
 
 from nr_llm.models import DataClass, ImportStatus, ImportTaskState, McpServer, McpTool
+from tests.e2e.chromium import chromium_page
 from tests.peers import ROOT, sdk_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 # The peer describes itself with markup: the admin must show it as text and run nothing.
 HOSTILE_NAME = "<script>window.__pwned = 1; alert('pwned')</script> peer"
-TIMEOUT_MS = 30_000
 # A common laptop screen: every changelist must fit it beside its filter sidebar.
 WIDTH, HEIGHT = 1280, 800
 
 
 @pytest.fixture
 def browser_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (.ci/run installs it with apt-get)")
     from django.db import connections
-    from playwright.sync_api import sync_playwright
 
     # Playwright's sync API runs an event loop in this thread; the test's ORM reads are
     # plain synchronous queries against the test database, not async code.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),  # a fresh profile per test
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-            viewport={"width": WIDTH, "height": HEIGHT},
-        )
-        context.set_default_timeout(TIMEOUT_MS)
+    with chromium_page(tmp_path / "chromium-profile", width=WIDTH, height=HEIGHT) as page:  # fresh profile
         try:
-            yield context.new_page()
+            yield page
         finally:
-            context.close()
             # Queries made while the loop ran used connections of their own; left open,
-            # they would keep PostgreSQL from dropping the test database.
+            # they would keep PostgreSQL from dropping the test database. Closed inside
+            # Playwright's block: a close_all() after leaving it left one open.
             connections.close_all()
 
 

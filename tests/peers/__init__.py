@@ -23,6 +23,18 @@ def running(
     command: Sequence[str], *, startup_seconds: float = 30.0, env: dict[str, str] | None = None
 ) -> Iterator[int]:
     """Start ``command``, yield the port it announces, stop it afterwards."""
+    with spawned(command, env=env) as process:
+        yield announced_port(process, startup_seconds)
+
+
+@contextlib.contextmanager
+def spawned(
+    command: Sequence[str], *, env: dict[str, str] | None = None, pass_fds: Sequence[int] = ()
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``command`` without waiting for it (see announced_port), stop it afterwards.
+
+    For peers started side by side: start each, then wait for each.
+    """
     process = subprocess.Popen(
         list(command),
         cwd=ROOT,
@@ -30,9 +42,10 @@ def running(
         stderr=None,
         env={**os.environ, **(env or {})},
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
     try:
-        yield _read_port(process, startup_seconds)
+        yield process
     finally:
         process.terminate()
         try:
@@ -44,7 +57,8 @@ def running(
             process.stdout.close()
 
 
-def _read_port(process: subprocess.Popen[bytes], seconds: float) -> int:
+def announced_port(process: subprocess.Popen[bytes], seconds: float) -> int:
+    """The port in the ``PORT <n>`` line the process prints, waited for at most ``seconds``."""
     assert process.stdout is not None
     deadline = time.monotonic() + seconds
     buffer = b""
