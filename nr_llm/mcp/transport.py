@@ -47,6 +47,12 @@ _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]{1,512}")
 SessionFactory = Callable[[], requests.Session]
 
 
+def _may_carry_rpc_error(status: int, session_id: str | None) -> bool:
+    # A 2026-07-28 server rejects with 400/404/405 and a JSON-RPC error body; 401/403 keep
+    # their credential message, a 404 for our session stays session_expired.
+    return 400 <= status < 500 and status not in (401, 403) and not (status == 404 and session_id)
+
+
 def default_session() -> requests.Session:
     # Transport turns off the environment (proxies, .netrc) on every session it is given:
     # a netrc password must not reach an MCP server.
@@ -121,10 +127,17 @@ class Transport:
         *,
         session_id: str | None,
         protocol_version: str | None,
+        extra_headers: dict[str, str] | None = None,
     ) -> Reply:
-        """Send one JSON-RPC message; for a request, return the server's answer to it."""
+        """Send one JSON-RPC message; for a request, return the server's answer to it.
+
+        ``extra_headers`` are the 2026-07-28 per-request headers (Mcp-Method, Mcp-Name,
+        Mcp-Param-*), built and checked by the caller.
+        """
         try:
-            return self._leg(deadline, "POST", message, session_id, protocol_version)
+            return self._leg(
+                deadline, "POST", message, session_id, protocol_version, extra_headers=extra_headers
+            )
         except _EndedEarly as ended:
             return self._resume(deadline, ended, message["id"], session_id, protocol_version)
 
@@ -181,6 +194,7 @@ class Transport:
         *,
         expect_id: int | None = None,
         last_event_id: str | None = None,
+        extra_headers: dict[str, str] | None = None,
     ) -> Reply:
         # Deliberately outside the try below: a spent budget is not a failing server.
         grant = deadline.grant()
@@ -191,6 +205,9 @@ class Transport:
         if last_event_id is not None:
             headers["Accept"] = "text/event-stream"
             headers["Last-Event-ID"] = last_event_id
+        if extra_headers:
+            # Before the credential: an argument-named header can never replace it.
+            headers.update(extra_headers)
         headers.update(self.auth_headers)
         if session_id is not None:
             headers["Mcp-Session-Id"] = session_id
@@ -265,6 +282,8 @@ class Transport:
         seconds: float,
     ) -> dict[str, Any] | None:
         status = response.status_code
+        if request_id is not None and _may_carry_rpc_error(status, session_id):
+            self._raise_rpc_error(response, watchdog, seconds)
         self._check_status(status, response, session_id, expects_body=request_id is not None)
         if request_id is None or not isinstance(request_id, int):
             # A notification (202) or a DELETE: nothing to read. Closing the response
@@ -302,6 +321,20 @@ class Transport:
             "neither JSON nor an event stream (is the URL an MCP endpoint?).",
         )
 
+    def _raise_rpc_error(self, response: requests.Response, watchdog: LegWatchdog, seconds: float) -> None:
+        """Raise the JSON-RPC error a 4xx carries (read within the size cap), so its code
+        (-32020, -32022, -32601, ...) reaches the era decision and the message; return when
+        the body is no JSON-RPC error, leaving the status to ``_check_status``."""
+        media = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+        if media != "application/json":
+            return
+        try:
+            body = json.loads(b"".join(self._chunks(response, watchdog, seconds)))
+        except (ValueError, RecursionError):
+            return
+        if isinstance(body, dict) and isinstance(body.get("error"), dict) and "result" not in body:
+            raise jsonrpc.error_of(body["error"], self.server, response.status_code)
+
     def _check_status(
         self, status: int, response: requests.Response, session_id: str | None, *, expects_body: bool
     ) -> None:
@@ -325,11 +358,14 @@ class Transport:
                 "status",
                 name,
                 f"MCP server {name!r} refused the request (HTTP {status}): check its credential.",
+                http_status=status,
             )
         if status == 405 and response.request.method == "DELETE":
             return  # the server does not let clients end sessions: allowed by the spec
         if not 200 <= status < 300:
-            raise McpTransportError("status", name, f"MCP server {name!r} answered HTTP {status}.")
+            raise McpTransportError(
+                "status", name, f"MCP server {name!r} answered HTTP {status}.", http_status=status
+            )
         if expects_body and status in (202, 204):
             raise McpTransportError(
                 "malformed", name, f"MCP server {name!r} answered a request with HTTP {status} and no body."
