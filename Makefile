@@ -6,6 +6,8 @@ DJANGO_SPEC ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PEERS := tests/e2e/peers
+# The official conformance suite (two versions) and the Node 22 it needs.
+CONFORMANCE := tests/conformance/peers
 
 .PHONY: demo test lint typecheck pytest venv peers clean
 
@@ -17,10 +19,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# server-everything (npm) is a real MCP peer of the integration tests.
-peers: $(PEERS)/node_modules/.installed
+# server-everything (npm) is a real MCP peer of the integration tests; the conformance
+# suite drives our client through tests/conformance/client.py.
+peers: $(PEERS)/node_modules/.installed $(CONFORMANCE)/node_modules/.installed
 $(PEERS)/node_modules/.installed: $(PEERS)/package.json $(PEERS)/package-lock.json
 	npm ci --prefix $(PEERS) --no-audit --no-fund --loglevel=error
+	touch $@
+$(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
+	npm ci --prefix $(CONFORMANCE) --no-audit --no-fund --loglevel=error
 	touch $@
 
 # exec: python replaces the recipe's shell, so the SIGTERM make passes on to its recipe

@@ -2,13 +2,20 @@
 
     .venv/bin/python -m bench.mcp_client [--rounds 5] [--ops 40]
 
-Starts the official SDK server (tests/peers/sdk_server.py) on 127.0.0.1 and measures
-full tool-call operations per second (new session, initialize, initialized, tools/call,
-end of session), ours and the SDK client's, alternating round by round so both see the
-same machine load; then a 500-tool catalogue walk (50 pages of 10). Prints ratios, not
-absolute targets: the numbers only mean something against the peer in the same run.
-It also counts our HTTP requests per operation, which must not exceed initialize,
-initialized, the work and DELETE.
+Starts the official SDK 2.3 server (tests/peers/sdk_server.py) on 127.0.0.1 and measures
+full tool-call operations per second, ours and the SDK client's, alternating round by round
+so both see the same machine load:
+
+- 2026-07-28 era: the SDK server in its default configuration (and stateless/JSON); the SDK's
+  ``Client(url)`` in auto mode, a fresh client per operation as the app makes one (discover,
+  then the call), against ours (the era remembered: one POST per call). Target: 10x, 1 POST.
+- handshake era: the same server answering ``server/discover`` with -32601 (``--no-discover``),
+  so ours falls back to initialize, initialized, the call and DELETE, against the SDK's
+  ``ClientSession`` with ``initialize()``;
+- a 500-tool catalogue walk (50 pages of 10) in the handshake era.
+
+Prints ratios, not absolute targets: the numbers only mean something against the peer in the
+same run. "requests per op" is counted by the server (every HTTP request it received).
 """
 
 from __future__ import annotations
@@ -44,6 +51,24 @@ class CountingSessions:
 
     def _count(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
         self.requests += 1
+
+
+def server_requests(url: str) -> int:
+    return len(requests.get(url.replace("/mcp", "/requests"), timeout=10).json())
+
+
+def sdk_auto_calls(url: str, ops: int) -> None:
+    """The SDK 2.3 Client in auto mode (discover, fall back to initialize), fresh per call."""
+
+    async def run() -> None:
+        from mcp.client.client import Client
+
+        for _ in range(ops):
+            async with Client(url) as client:
+                result = await client.call_tool("echo", {"text": "hi"})
+                assert getattr(result.content[0], "text", None) == "hi"
+
+    asyncio.run(run())
 
 
 def ours_calls(url: str, ops: int, sessions: CountingSessions) -> None:
@@ -97,22 +122,62 @@ def timed(action: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
+def _measure(
+    url: str, rounds: int, ops: int, ours: Callable[[], Any], sdk: Callable[[], Any]
+) -> tuple[Any, ...]:
+    """Alternate the two clients round by round; ops/s medians and server requests per op each."""
+    ours_rates: list[float] = []
+    sdk_rates: list[float] = []
+    ours_requests = sdk_requests = 0
+    for _ in range(rounds):
+        before = server_requests(url)
+        ours_rates.append(ops / timed(ours)[0])
+        middle = server_requests(url)
+        sdk_rates.append(ops / timed(sdk)[0])
+        ours_requests += middle - before
+        sdk_requests += server_requests(url) - middle
+    per_op = rounds * ops
+    return (
+        statistics.median(ours_rates),
+        statistics.median(sdk_rates),
+        ours_requests / per_op,
+        sdk_requests / per_op,
+    )
+
+
+def bench_modern(mode: str, rounds: int, ops: int) -> list[str]:
+    args = ["--stateless"] if mode == "stateless" else []
+    with sdk_server(*args) as url:
+        ours_calls(url, 3, CountingSessions())  # warm both paths; ours learns the era here
+        sdk_auto_calls(url, 3)
+        ours_ops, sdk_ops, ours_per, sdk_per = _measure(
+            url,
+            rounds,
+            ops,
+            lambda: ours_calls(url, ops, CountingSessions()),
+            lambda: sdk_auto_calls(url, ops),
+        )
+    return [
+        f"| tool call, 2026-07-28, SDK server {mode} (SDK `Client(url)` auto) | {ours_ops:8.1f} ops/s "
+        f"| {sdk_ops:8.1f} ops/s | {ours_ops / sdk_ops:5.2f}x | {ours_per:.1f} | {sdk_per:.1f} |"
+    ]
+
+
 def bench_calls(mode: str, rounds: int, ops: int) -> list[str]:
     args = ["--stateless"] if mode == "stateless" else []
-    sessions = CountingSessions()
-    ours: list[float] = []
-    sdk: list[float] = []
-    with sdk_server(*args) as url:
-        ours_calls(url, 3, CountingSessions())  # warm both paths (imports, server caches)
+    with sdk_server("--no-discover", *args) as url:
+        ours_calls(url, 3, CountingSessions())  # warm both paths (imports, server caches, the era)
         sdk_calls(url, 3)
-        for _ in range(rounds):
-            ours.append(ops / timed(lambda: ours_calls(url, ops, sessions))[0])
-            sdk.append(ops / timed(lambda: sdk_calls(url, ops))[0])
-    per_op = sessions.requests / (rounds * ops)
-    ours_ops, sdk_ops = statistics.median(ours), statistics.median(sdk)
+        ours_ops, sdk_ops, ours_per, sdk_per = _measure(
+            url,
+            rounds,
+            ops,
+            lambda: ours_calls(url, ops, CountingSessions()),
+            lambda: sdk_calls(url, ops),
+        )
     return [
-        f"| tool call, SDK server {mode} | {ours_ops:8.1f} ops/s | {sdk_ops:8.1f} ops/s "
-        f"| {ours_ops / sdk_ops:5.2f}x | {per_op:.1f} |"
+        f"| tool call, handshake era, SDK server {mode} (SDK `ClientSession`) | {ours_ops:8.1f} ops/s "
+        f"| {sdk_ops:8.1f} ops/s | {ours_ops / sdk_ops:5.2f}x | {ours_per:.1f} | {sdk_per:.1f} |"
     ]
 
 
@@ -121,15 +186,16 @@ def bench_walk(mode: str, rounds: int) -> list[str]:
     sessions = CountingSessions()
     ours: list[float] = []
     sdk: list[float] = []
-    with sdk_server(*args, "--extra-tools", "495", "--page-size", "10") as url:
+    with sdk_server("--no-discover", *args, "--extra-tools", "495", "--page-size", "10") as url:
         assert ours_walk(url, CountingSessions()) == sdk_walk(url) == 500
         for _ in range(rounds):
             ours.append(timed(lambda: ours_walk(url, sessions))[0])
             sdk.append(timed(lambda: sdk_walk(url))[0])
     ours_s, sdk_s = statistics.median(ours), statistics.median(sdk)
     return [
-        f"| 500-tool walk (50 pages), SDK server {mode} | {ours_s * 1000:8.1f} ms | {sdk_s * 1000:8.1f} ms "
-        f"| {sdk_s / ours_s:5.2f}x | {sessions.requests / rounds:.0f} |"
+        f"| 500-tool walk (50 pages), handshake era, SDK server {mode} "
+        f"| {ours_s * 1000:8.1f} ms | {sdk_s * 1000:8.1f} ms "
+        f"| {sdk_s / ours_s:5.2f}x | {sessions.requests / rounds:.0f} | |"
     ]
 
 
@@ -140,8 +206,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per measurement (median)")
     parser.add_argument("--ops", type=int, default=40, help="operations per round")
     args = parser.parse_args()
-    rows = ["| measurement | nr_llm | official SDK client | ours vs SDK | our HTTP requests per op |"]
-    rows.append("|---|---:|---:|---:|---:|")
+    rows = ["| measurement | nr_llm | official SDK client | ours vs SDK | our requests per op | SDK's |"]
+    rows.append("|---|---:|---:|---:|---:|---:|")
+    for mode in ("default", "stateless"):
+        rows += bench_modern(mode, args.rounds, args.ops)
     for mode in ("stateless", "stateful"):
         rows += bench_calls(mode, args.rounds, args.ops)
     for mode in ("stateful", "stateless"):

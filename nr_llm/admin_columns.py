@@ -108,7 +108,8 @@ def connection_summary(identifier: str, report: ConnectionReport) -> str:
     if report.latency_ms is not None:
         parts[0] += f" in {report.latency_ms} ms"
     if report.protocol_version:
-        parts.append(f"protocol {report.protocol_version}")
+        era = {"modern": " (no session, server/discover)", "handshake": " (initialize handshake)"}
+        parts.append(f"protocol {report.protocol_version}{era.get(report.era, '')}")
     if report.server_name or report.server_version:
         parts.append(f"server “{report.server_name}” version {report.server_version or '?'}")
     return " · ".join(parts)

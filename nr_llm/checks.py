@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error
 from django.core.checks import register as register_check
 
-from .conf import DEFAULT_REQUEST_EVENTS, parse_timeout
+from .conf import DEFAULT_REQUEST_EVENTS, parse_lifetime, parse_timeout
 
 _MISSING = object()
 
@@ -37,6 +37,21 @@ def check_allow_private_networks(**kwargs: Any) -> list[CheckMessage]:
                 f"NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS must be True or False, not {raw!r}.",
                 hint="A string such as 'false' would read as true; use a boolean.",
                 id="nr_llm.E002",
+            )
+        ]
+    return []
+
+
+def check_era_cache_seconds(**kwargs: Any) -> list[CheckMessage]:
+    raw = getattr(settings, "NR_LLM_MCP_ERA_CACHE_SECONDS", _MISSING)
+    if raw is _MISSING or raw is None or (isinstance(raw, str) and not raw.strip()):
+        return []
+    if parse_lifetime(raw) is None:
+        return [
+            Error(
+                f"NR_LLM_MCP_ERA_CACHE_SECONDS must be a number of seconds of 0 or more, not {raw!r}.",
+                hint="Set it to e.g. 600, 0 to probe every operation, or remove it for the default of 600.",
+                id="nr_llm.E005",
             )
         ]
     return []
@@ -104,6 +119,7 @@ def register() -> None:
     for check in (
         check_operation_timeout,
         check_allow_private_networks,
+        check_era_cache_seconds,
         check_credential_keys,
         check_request_events,
         check_completion_middleware_is_last,

@@ -12,6 +12,8 @@ from typing import Any
 from django.conf import settings as django_settings
 
 DEFAULT_OPERATION_TIMEOUT = 20.0
+# How long a server's protocol era is remembered when it gives no ttlMs (docs/mcp-client.md).
+DEFAULT_ERA_CACHE_SECONDS = 600.0
 DEFAULT_REQUEST_EVENTS: dict[str, Any] = {"include_cancelled": False}
 
 
@@ -35,6 +37,17 @@ def parse_timeout(raw: object) -> float | None:
     return value
 
 
+def parse_lifetime(raw: object) -> float | None:
+    """A usable number of seconds, zero included, or None (empty or not a number)."""
+    if raw is None or isinstance(raw, bool) or (isinstance(raw, str) and not raw.strip()):
+        return None
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
 class Settings:
     """Typed access to the ``NR_LLM_*`` settings."""
 
@@ -44,6 +57,13 @@ class Settings:
         raw = getattr(django_settings, "NR_LLM_MCP_OPERATION_TIMEOUT", None)
         value = parse_timeout(raw)
         return DEFAULT_OPERATION_TIMEOUT if value is None else value
+
+    @property
+    def MCP_ERA_CACHE_SECONDS(self) -> float:
+        """Seconds a server's era (2026-07-28 or handshake) is remembered without a server ttlMs;
+        0 probes before every operation. Unusable values fall back to the default."""
+        value = parse_lifetime(getattr(django_settings, "NR_LLM_MCP_ERA_CACHE_SECONDS", None))
+        return DEFAULT_ERA_CACHE_SECONDS if value is None else value
 
     @property
     def MCP_ALLOW_PRIVATE_NETWORKS(self) -> bool:

@@ -38,4 +38,8 @@ def endpoint_for(server: McpServer) -> Endpoint:
 
 def mcp_client() -> McpClient:
     """A client wired to this installation: private-network policy and health recording."""
-    return McpClient(allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS, health=HealthRecorder())
+    return McpClient(
+        allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS,
+        health=HealthRecorder(),
+        era_cache_seconds=conf.MCP_ERA_CACHE_SECONDS,
+    )

@@ -69,7 +69,12 @@ class ToolCaller(Protocol):
     """The part of ``McpClient`` a tool call needs."""
 
     def call_tool(
-        self, endpoint: Endpoint, name: str, arguments: dict[str, Any] | None = None
+        self,
+        endpoint: Endpoint,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        input_schema: dict[str, Any] | None = None,
     ) -> CallOutcome: ...
 
 
@@ -234,7 +239,10 @@ def _run_remote(row: McpTool, arguments: dict[str, Any], client: ToolCaller | No
     origin = f'MCP server "{server.name}" ({server.identifier})'
     endpoint = endpoint_for(server)
     try:
-        outcome = (client or mcp_client()).call_tool(endpoint, row.remote_name, arguments)
+        # The imported schema goes along: a 2026-07-28 server reads x-mcp-header arguments as headers.
+        outcome = (client or mcp_client()).call_tool(
+            endpoint, row.remote_name, arguments, input_schema=row.input_schema
+        )
     except McpTransportError as exc:
         text, is_error = f"{origin} could not run {row.remote_name!r}: {exc}", True
     else:

@@ -92,6 +92,7 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 _NR_LLM_FROM_ENV: dict[str, Any] = {
     "NR_LLM_MCP_OPERATION_TIMEOUT": env.str,
     "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS": env.bool,
+    "NR_LLM_MCP_ERA_CACHE_SECONDS": env.str,
     "NR_LLM_CREDENTIAL_KEYS": env.list,
     "NR_LLM_REQUEST_EVENTS": env.json,
 }

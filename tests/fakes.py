@@ -38,7 +38,12 @@ class FakeClient:
         return list(self.tools)
 
     def call_tool(
-        self, endpoint: Endpoint, name: str, arguments: dict[str, Any] | None = None
+        self,
+        endpoint: Endpoint,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        input_schema: dict[str, Any] | None = None,
     ) -> CallOutcome:
         self.endpoints.append(endpoint)
         if self.error:

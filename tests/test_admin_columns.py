@@ -90,6 +90,19 @@ def test_connection_summary_names_latency_protocol_and_server():
     )
 
 
+@pytest.mark.parametrize(
+    ("era", "version", "shown"),
+    [
+        ("modern", "2026-07-28", "protocol 2026-07-28 (no session, server/discover)"),
+        ("handshake", "2025-11-25", "protocol 2025-11-25 (initialize handshake)"),
+    ],
+)
+def test_connection_summary_names_the_era(era, version, shown):
+    """The line says which era the server was reached in, beside the revision."""
+    report = ConnectionReport(reachable=True, latency_ms=1, protocol_version=version, era=era)
+    assert columns.connection_summary("demo", report) == f"Connection to demo: reachable in 1 ms · {shown}"
+
+
 def test_import_task_reads_queued_running_or_nothing():
     """Queued and running say so with their age; an idle server's cell leaves it to the status."""
     assert (

@@ -46,13 +46,16 @@ def _test_connection(client, *servers: McpServer):
 
 
 def test_reachable_server_reports_latency_protocol_name_and_version(admin_client, peer_url):
-    """The message names latency, the revision the server chose, and its escaped name and version."""
+    """The message names latency, the revision and era the server speaks (the SDK 2.3 peer is
+    2026-07-28), and its escaped name and version."""
     server = McpServerFactory.create(identifier="peer", url=peer_url)
     response = _test_connection(admin_client, server)
     [(level, text)] = messages_of(response)
     assert level == "success"
     assert re.fullmatch(
-        r"Connection to peer: reachable in \d+ ms · protocol 2025-11-25 · server “.*” version 9\.9\.9", text
+        r"Connection to peer: reachable in \d+ ms · protocol 2026-07-28 \(no session, server/discover\) "
+        r"· server “.*” version 9\.9\.9",
+        text,
     )
     assert f"“{PEER_NAME}”" in text
     page = response.content.decode()

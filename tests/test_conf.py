@@ -35,3 +35,25 @@ def test_truthy_non_boolean_does_not_open_private_networks():
 def test_request_events_default_excludes_cancellations():
     """Structured cancellation rows are opt-in (seed 003)."""
     assert conf.REQUEST_EVENTS == {"include_cancelled": False}
+
+
+@pytest.mark.parametrize(("raw", "expected"), [(0, 0.0), ("0", 0.0), (120, 120.0), ("30.5", 30.5)])
+def test_era_cache_lifetime_takes_zero_and_positive_numbers(raw, expected):
+    """0 means "probe every operation"; a positive number is the lifetime in seconds."""
+    with override_settings(NR_LLM_MCP_ERA_CACHE_SECONDS=raw):
+        assert expected == conf.MCP_ERA_CACHE_SECONDS
+
+
+@pytest.mark.parametrize("raw", [None, "", "soon", -1, float("nan"), True])
+def test_unusable_era_cache_lifetime_falls_back_to_ten_minutes(raw):
+    """Empty, non-numeric or negative: the default 600 s."""
+    with override_settings(NR_LLM_MCP_ERA_CACHE_SECONDS=raw):
+        assert conf.MCP_ERA_CACHE_SECONDS == 600.0
+
+
+def test_the_app_client_gets_the_configured_era_lifetime():
+    """mcp_client() passes the setting into the Django-free client."""
+    from nr_llm.endpoints import mcp_client
+
+    with override_settings(NR_LLM_MCP_ERA_CACHE_SECONDS=42):
+        assert mcp_client().era_cache_seconds == 42.0

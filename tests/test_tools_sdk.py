@@ -113,11 +113,11 @@ def test_a_credential_that_cannot_be_resolved_is_an_error_result_and_nothing_is_
 class DeletingCaller:
     """The real client, but the server row is deleted after the tool was looked up."""
 
-    def call_tool(self, endpoint, name, arguments=None):
+    def call_tool(self, endpoint, name, arguments=None, *, input_schema=None):
         McpServer.objects.filter(identifier=endpoint.identifier).delete()
         from nr_llm.endpoints import mcp_client
 
-        return mcp_client().call_tool(endpoint, name, arguments)
+        return mcp_client().call_tool(endpoint, name, arguments, input_schema=input_schema)
 
 
 def test_a_server_deleted_during_the_call_still_returns_the_answer(server):

@@ -1,10 +1,17 @@
 """McpClient: ping(), list_tools(), call_tool(), each one operation under one deadline.
 
-An operation is one conversation with one server: ``initialize``, the
-``notifications/initialized`` confirmation, the work, and a DELETE ending the session
-when the server issued one. Every leg spends the same ``OperationDeadline``. A fresh
-``requests`` session per operation keeps one server's session id and connection away
-from every other server. No other traffic is sent: no GET stream, no hidden ``tools/list``.
+An operation is one conversation with one server, in the era the server speaks:
+
+- 2026-07-28 ("modern"): every request is one self-describing POST; ``server/discover``
+  tells the era and is the ``ping``.
+- the handshake era (2025-xx): ``initialize``, the ``notifications/initialized``
+  confirmation, the work, and a DELETE ending the session when the server issued one.
+
+The era is learnt per origin by probing ``server/discover`` and remembered in-process
+(``eras``), so steady state against a modern server is one POST per tool call. Every leg,
+probes included, spends the same ``OperationDeadline``. A fresh ``requests`` session per
+operation keeps one server's session id and connection away from every other server. No
+other traffic is sent: no GET stream, no hidden ``tools/list``.
 
 The client takes no cancellation token and has no abort method (seed 000, "What this
 does not do"): the budget decides what the next leg gets and whether it is sent at all.
@@ -13,38 +20,60 @@ does not do"): the budget decides what the next leg gets and whether it is sent 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 from collections.abc import Callable, Iterator
-from importlib import metadata
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from . import jsonrpc
+from . import modern
 from .content import outcome_of
 from .deadline import Clock, MonotonicClock, OperationDeadline
 from .endpoint import Endpoint
+from .eras import DEFAULT_ERA_CACHE_SECONDS, EraCache, cache_key, lifetime_seconds, process_cache
 from .errors import McpTransportError
+from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConversation
 from .hostgate import refuse_private, resolve
+from .modern_conversation import InputResponder, ModernConversation
+from .oauth.identity import WallClock
+from .oauth.tokens import OperationTokens, SystemWallClock
+from .param_headers import param_headers
 from .results import CallOutcome, ConnectionReport
 from .text import NAME_LIMIT, clean
-from .transport import Reply, SessionFactory, Transport, auth_headers, default_session
+from .transport import SessionFactory, Transport, auth_headers, bearer_header, default_session
+
+__all__ = ["KNOWN_PROTOCOL_VERSIONS", "MAX_PAGES", "PROTOCOL_VERSION", "InputResponder", "McpClient"]
 
 logger = logging.getLogger("nr_llm.mcp")
 
-# The newest revision this client fully supports is offered; the server may choose an
-# older one we also know, and the conversation proceeds in that one.
-PROTOCOL_VERSION = "2025-11-25"
-KNOWN_PROTOCOL_VERSIONS = frozenset({"2025-11-25", "2025-06-18", "2025-03-26"})
 MAX_PAGES = 50
+T = TypeVar("T")
+Conversation = HandshakeConversation | ModernConversation
 
-
-@functools.cache
-def _client_version() -> str:
-    # Cached: reading package metadata costs more than a whole local tool call's legs.
-    try:
-        return metadata.version("nr-llm")
-    except metadata.PackageNotFoundError:
-        return "0"
+# Failures that say nothing about the era: they stay errors and are never remembered.
+_NOT_EVIDENCE = frozenset(
+    {
+        "deadline_exhausted",
+        "timeout",
+        "unreachable",
+        "refused_host",
+        "redirect",
+        "too_large",
+        "missing_credential",
+        # An OAuth exchange's failure says nothing about the era the server speaks.
+        "authorization_required",
+        "authorization_failed",
+    }
+)
+# JSON-RPC codes with which a server refuses a request before running it because it speaks
+# the other era (unknown method, missing _meta or session, header mismatch, revision).
+_OTHER_ERA_CODES = frozenset(
+    {
+        modern.METHOD_NOT_FOUND,
+        modern.INVALID_PARAMS,
+        modern.INVALID_REQUEST,
+        modern.HEADER_MISMATCH,
+        modern.UNSUPPORTED_VERSION,
+    }
+)
 
 
 class HealthSink(Protocol):
@@ -59,27 +88,46 @@ class McpClient:
         clock: Clock | None = None,
         health: HealthSink | None = None,
         session_factory: SessionFactory | None = None,
+        era_cache: EraCache | None = None,
+        era_cache_seconds: float = DEFAULT_ERA_CACHE_SECONDS,
+        wall: WallClock | None = None,
     ) -> None:
         self.allow_private_networks = allow_private_networks
+        # Epoch seconds for OAuth token expiry, which is absolute so it survives a restart.
+        self.wall: WallClock = wall or SystemWallClock()
         self.clock: Clock = clock or MonotonicClock()
         self.health = health
         self.session_factory: SessionFactory = session_factory or default_session
+        # Shared by every client of the process unless one is given: the app builds a
+        # client per operation, and the verdict must outlive it.
+        self.era_cache = era_cache if era_cache is not None else process_cache()
+        self.era_cache_seconds = era_cache_seconds
 
     def ping(self, endpoint: Endpoint) -> ConnectionReport:
-        """The handshake only; a transport failure is a report with ``reachable=False``."""
-        try:
-            with self._conversation(endpoint) as conversation:
+        """``server/discover`` for a modern server, else the handshake only; a transport
+        failure is a report with ``reachable=False``."""
+
+        def check(conversation: Conversation) -> tuple[ConnectionReport, int]:
+            if isinstance(conversation, ModernConversation):
+                _, latency_ms = conversation.discovered or conversation.discover()
+            else:
                 latency_ms = conversation.open()
+            info = conversation.server_info
+            report = ConnectionReport(
+                reachable=True,
+                latency_ms=latency_ms,
+                protocol_version=conversation.protocol_version or "",
+                server_name=clean(info.get("name", ""), NAME_LIMIT),
+                server_version=clean(info.get("version", ""), NAME_LIMIT),
+                era=conversation.era,
+            )
+            return report, latency_ms
+
+        try:
+            report = self._operate(endpoint, check, opens=False)
         except McpTransportError as exc:
             return ConnectionReport(reachable=False, error=str(exc))
-        self._record(endpoint, latency_ms)
-        return ConnectionReport(
-            reachable=True,
-            latency_ms=latency_ms,
-            protocol_version=conversation.protocol_version or "",
-            server_name=clean(conversation.server_info.get("name", ""), NAME_LIMIT),
-            server_version=clean(conversation.server_info.get("version", ""), NAME_LIMIT),
-        )
+        return report
 
     def list_tools(
         self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None
@@ -90,11 +138,11 @@ class McpClient:
         only: whatever it raises is logged and the walk goes on, so it can never serve as
         the cancellation seam this client deliberately lacks (seed 000).
         """
-        tools: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        cursor: str | None = None
-        with self._conversation(endpoint) as conversation:
-            conversation.open()
+
+        def walk(conversation: Conversation) -> tuple[list[dict[str, Any]], int]:
+            tools: list[dict[str, Any]] = []
+            seen: set[str] = set()
+            cursor: str | None = None
             for pages in range(1, MAX_PAGES + 1):
                 result, latency_ms = conversation.request(
                     "tools/list", {} if cursor is None else {"cursor": cursor}
@@ -107,32 +155,120 @@ class McpClient:
                     _report_progress(on_page, pages, len(tools))
                 cursor = result.get("nextCursor")
                 if cursor is None:
-                    break
+                    return tools, latency_ms
                 if not isinstance(cursor, str):
                     raise conversation.malformed("sent a nextCursor that is not a string")
                 if cursor in seen:
                     raise conversation.malformed("repeated a page cursor; the catalogue would never end")
                 seen.add(cursor)
-            else:
-                raise conversation.malformed(f"advertises more than {MAX_PAGES} pages of tools")
-        self._record(endpoint, latency_ms)
-        return tools
+            raise conversation.malformed(f"advertises more than {MAX_PAGES} pages of tools")
+
+        return self._operate(endpoint, walk)
 
     def call_tool(
-        self, endpoint: Endpoint, name: str, arguments: dict[str, Any] | None = None
+        self,
+        endpoint: Endpoint,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        input_schema: dict[str, Any] | None = None,
+        responder: InputResponder | None = None,
     ) -> CallOutcome:
-        """Call one tool; ``isError`` is a failed outcome, a broken conversation an exception."""
-        with self._conversation(endpoint) as conversation:
-            conversation.open()
+        """Call one tool; ``isError`` is a failed outcome, a broken conversation an exception.
+
+        ``input_schema`` is the tool's listed schema: in the 2026-07-28 era its
+        ``x-mcp-header`` properties become ``Mcp-Param-*`` headers, and a schema with an
+        invalid one is refused (``invalid_tool``) before anything is sent. ``responder``
+        answers a 2026 server's input requests; without one they are ``input_required``.
+        """
+        arguments = arguments or {}
+        # Checked before any leg, whatever the era: a tool the specification says clients
+        # must exclude is not called, and no network is spent learning that.
+        headers = param_headers(name, input_schema, arguments, endpoint.identifier)
+
+        def call(conversation: Conversation) -> tuple[CallOutcome, int]:
             result, latency_ms = conversation.request(
-                "tools/call", {"name": name, "arguments": arguments or {}}
+                "tools/call", {"name": name, "arguments": arguments}, headers
             )
-            outcome = outcome_of(result, endpoint.identifier)
+            return outcome_of(result, endpoint.identifier), latency_ms
+
+        return self._operate(endpoint, call, responder=responder)
+
+    def _operate(
+        self,
+        endpoint: Endpoint,
+        work: Callable[[Conversation], tuple[T, int]],
+        *,
+        opens: bool = True,
+        responder: InputResponder | None = None,
+    ) -> T:
+        """Run ``work`` in the origin's era; a remembered era that proves wrong is dropped
+        and the work runs once more the other way, within the same budget."""
+        key = cache_key(endpoint.url)
+        # Looked up before the operation's clock starts: the lookup is not a leg.
+        known = self.era_cache.get(key, self.clock.monotonic_ns())
+        with self._transport(endpoint) as (transport, deadline):
+            if known is None:
+                conversation = self._negotiate(transport, deadline, key, responder)
+                answer, latency_ms = _run_once(conversation, work, opens)
+            else:
+                conversation = (
+                    ModernConversation(transport, deadline, known.version, responder)
+                    if known.era == "modern"
+                    else HandshakeConversation(transport, deadline)
+                )
+                try:
+                    answer, latency_ms = _run(conversation, work, opens)
+                except _WrongEra as wrong:
+                    logger.info(
+                        "MCP server %s no longer speaks the %s era (%s); negotiating again",
+                        endpoint.identifier,
+                        known.era,
+                        wrong.error.kind,
+                    )
+                    self.era_cache.forget(key)
+                    conversation = self._negotiate(transport, deadline, key, responder)
+                    same_version = (conversation.protocol_version or "") == known.version
+                    if conversation.era == known.era and same_version:
+                        # Still the same era: the refusal was about the request, not the era.
+                        raise wrong.error from None
+                    answer, latency_ms = _run_once(conversation, work, opens)
         self._record(endpoint, latency_ms)
-        return outcome
+        return answer
+
+    def _negotiate(
+        self, transport: Transport, deadline: OperationDeadline, key: str, responder: InputResponder | None
+    ) -> Conversation:
+        """Probe ``server/discover``; a result listing our revision means the modern era, any
+        other answer the handshake era. Failures that are no answer stay errors."""
+        version = modern.MODERN_VERSION
+        for attempt in range(2):
+            probe = ModernConversation(transport, deadline, version, responder)
+            try:
+                result, _ = probe.discover()
+            except McpTransportError as exc:
+                if not _is_era_evidence(exc):
+                    raise
+                named = (
+                    modern.supported_in_error(exc.data) if exc.code == modern.UNSUPPORTED_VERSION else None
+                )
+                if named is not None and attempt == 0:
+                    version = named  # -32022 naming a revision we speak: ask once more in it
+                    continue
+                break
+            chosen = modern.modern_version_in(result.get("supportedVersions"))
+            if chosen is None:
+                break
+            probe.protocol_version = chosen
+            seconds = lifetime_seconds(result.get("ttlMs"), self.era_cache_seconds)
+            self.era_cache.remember(key, "modern", chosen, seconds, self.clock.monotonic_ns())
+            return probe
+        seconds = lifetime_seconds(None, self.era_cache_seconds)
+        self.era_cache.remember(key, "handshake", "", seconds, self.clock.monotonic_ns())
+        return HandshakeConversation(transport, deadline)
 
     @contextlib.contextmanager
-    def _conversation(self, endpoint: Endpoint) -> Iterator[_Conversation]:
+    def _transport(self, endpoint: Endpoint) -> Iterator[tuple[Transport, OperationDeadline]]:
         deadline = OperationDeadline(endpoint.budget_seconds, self.clock, endpoint.identifier)
         # Both refusals come before any session exists: nothing is sent, nothing attached.
         credential_headers = auth_headers(endpoint)
@@ -140,23 +276,39 @@ class McpClient:
         addresses = resolve(endpoint.url, endpoint.identifier, deadline.grant())
         if not self.allow_private_networks:
             refuse_private(addresses, endpoint.identifier)
+        tokens = None
+        if endpoint.oauth is not None:
+            tokens = OperationTokens(
+                endpoint.identifier,
+                endpoint.url,
+                endpoint.oauth,
+                deadline,
+                allow_private_networks=self.allow_private_networks,
+                wall=self.wall,
+                session_factory=self.session_factory,
+            )
         session = self.session_factory()
         try:
-            transport = Transport(
-                endpoint,
-                session,
-                self.clock,
-                auth_headers=credential_headers,
-                allow_private_networks=self.allow_private_networks,
-                addresses=addresses,
+            if tokens is not None:
+                # A valid stored token costs nothing; an expired one is refreshed here,
+                # before the first MCP leg, from the same budget.
+                credential_headers = bearer_header(tokens.bearer())
+            yield (
+                Transport(
+                    endpoint,
+                    session,
+                    self.clock,
+                    auth_headers=credential_headers,
+                    allow_private_networks=self.allow_private_networks,
+                    addresses=addresses,
+                    authorizer=tokens,
+                ),
+                deadline,
             )
-            conversation = _Conversation(transport, deadline)
-            try:
-                yield conversation
-            finally:
-                conversation.end()
         finally:
             session.close()
+            if tokens is not None:
+                tokens.close()
 
     def _record(self, endpoint: Endpoint, latency_ms: int) -> None:
         if self.health is None:
@@ -168,81 +320,56 @@ class McpClient:
             logger.warning("could not record contact with MCP server %s", endpoint.identifier, exc_info=True)
 
 
-class _Conversation:
-    """One MCP session (or sessionless exchange) inside one operation."""
+class _WrongEra(Exception):
+    """A remembered era was refused in a way that proves nothing was run."""
 
-    def __init__(self, transport: Transport, deadline: OperationDeadline) -> None:
-        self.transport = transport
-        self.deadline = deadline
-        self.server = transport.server
-        self.session_id: str | None = None
-        self.protocol_version: str | None = None
-        self.server_info: dict[str, Any] = {}
-        self._last_id = 0
-        self._reopened = False
+    def __init__(self, error: McpTransportError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
-    def malformed(self, what: str) -> McpTransportError:
-        return McpTransportError("malformed", self.server, f"MCP server {self.server!r} {what}.")
 
-    def open(self) -> int:
-        """Handshake; returns the latency of the leg that completed it (the confirmation)."""
-        params = {
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "nr-llm", "version": _client_version()},
-        }
-        reply = self._send(jsonrpc.request(self._next_id(), "initialize", params))
-        result = jsonrpc.result_of(self._answer(reply), self.server)
-        version = result.get("protocolVersion")
-        if not isinstance(version, str) or version not in KNOWN_PROTOCOL_VERSIONS:
-            raise self.malformed(
-                f"chose protocol revision {clean(version, 40)!r}, which this client does not speak"
-            )
-        self.session_id = reply.session_id
-        self.protocol_version = version
-        info = result.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
-        confirmed = self._send(jsonrpc.notification("notifications/initialized"))
-        return confirmed.latency_ms
+def _is_era_evidence(exc: McpTransportError) -> bool:
+    """An answer (not a failure to get one) from a server that does not show itself modern."""
+    if exc.kind in _NOT_EVIDENCE:
+        return False
+    status = exc.http_status
+    return not (status in (401, 403) or (status is not None and status >= 500))
 
-    def request(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """The result of one work request and the latency of its leg."""
+
+def _proves_other_era(exc: McpTransportError) -> bool:
+    """A refusal that shows the request was not run because of the era it was sent in."""
+    if exc.kind not in ("rpc_error", "status"):
+        return False  # malformed, timeouts...: the server may have run it
+    return exc.code in _OTHER_ERA_CODES or (exc.code is None and exc.http_status in (400, 404, 405))
+
+
+def _run(
+    conversation: Conversation, work: Callable[[Conversation], tuple[T, int]], opens: bool
+) -> tuple[T, int]:
+    """Open, work, end. A refusal of the opening (initialize) or of a modern request with an
+    era code is ``_WrongEra``: neither ran anything, so trying the other era is safe."""
+    try:
         try:
-            reply = self._send(jsonrpc.request(self._next_id(), method, params))
-        except McpTransportError as exc:
-            if exc.kind != "session_expired" or self._reopened:
-                raise
-            # The spec: a client answered 404 for its session MUST start a new one. Once,
-            # and within the same budget, so a forgetful server cannot loop us.
-            self._reopened = True
-            self.session_id = self.protocol_version = None
-            self.open()
-            reply = self._send(jsonrpc.request(self._next_id(), method, params))
-        return jsonrpc.result_of(self._answer(reply), self.server), reply.latency_ms
+            if opens:
+                conversation.open()
+            return work(conversation)
+        finally:
+            conversation.end()
+    except McpTransportError as exc:
+        opened = isinstance(conversation, HandshakeConversation) and conversation.protocol_version is not None
+        if not opened and _proves_other_era(exc):
+            raise _WrongEra(exc) from exc
+        raise
 
-    def end(self) -> None:
-        """DELETE the session as a leg of the same budget; the answer in hand stands either way."""
-        if self.session_id is None:
-            return
-        session_id, self.session_id = self.session_id, None
-        try:
-            self.transport.delete_session(self.deadline, session_id, self.protocol_version)
-        except McpTransportError as exc:
-            logger.info("MCP server %s: session not ended (%s)", self.server, exc.kind)
 
-    def _send(self, message: dict[str, Any]) -> Reply:
-        return self.transport.post(
-            self.deadline, message, session_id=self.session_id, protocol_version=self.protocol_version
-        )
-
-    def _answer(self, reply: Reply) -> dict[str, Any]:
-        if reply.answer is None:
-            raise self.malformed("sent no answer")
-        return reply.answer
-
-    def _next_id(self) -> int:
-        self._last_id += 1
-        return self._last_id
+def _run_once(
+    conversation: Conversation, work: Callable[[Conversation], tuple[T, int]], opens: bool
+) -> tuple[T, int]:
+    """``_run`` where the era was just learnt: a refusal is the answer, not a reason to retry."""
+    try:
+        return _run(conversation, work, opens)
+    except _WrongEra as wrong:
+        raise wrong.error from None
 
 
 def _report_progress(on_page: Callable[[int, int], None], pages: int, tools: int) -> None:

@@ -15,6 +15,9 @@ Exception tree::
                too_large            a body over the size cap, or headers over their allowance
                missing_credential   a configured credential could not be resolved
                session_expired      the server forgot the session (404 with a session id)
+               invalid_tool         the tool's listed schema cannot be sent (a bad x-mcp-header);
+                                    nothing was sent
+               input_required       a 2026-07-28 server asked for input this call cannot give
         ChallengeError          kind = status: a 401/403 with its WWW-Authenticate
                                 challenge parsed (error, scopes, resource_metadata)
         AuthorizationError      carries ``reason`` and ``scopes``
@@ -47,23 +50,47 @@ ErrorKind = Literal[
     "too_large",
     "missing_credential",
     "session_expired",
+    "invalid_tool",
+    "input_required",
     "authorization_required",
     "authorization_failed",
 ]
 
 
 class McpTransportError(Exception):
-    def __init__(self, kind: ErrorKind, server: str, message: str) -> None:
+    """``http_status`` and ``code`` (the JSON-RPC error code), when the server gave them, let
+    the era negotiation tell "this server does not speak that era" from a failure."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        server: str,
+        message: str,
+        *,
+        http_status: int | None = None,
+        code: int | None = None,
+        data: Any = None,
+    ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
         self.server = server
+        self.http_status = http_status
+        self.code = code
+        self.data = data
 
-    def __reduce__(self) -> tuple[type[McpTransportError], tuple[ErrorKind, str, str]]:
+    def __reduce__(self) -> tuple[Any, ...]:
         # Picklable with its kind and server, e.g. across a task queue's process boundary.
-        return (type(self), (self.kind, self.server, str(self)))
+        extra = {"http_status": self.http_status, "code": self.code, "data": self.data}
+        return (_rebuild, (type(self), self.kind, self.server, str(self), extra))
 
     def __repr__(self) -> str:
         return f"McpTransportError(kind={self.kind!r}, server={self.server!r}, message={str(self)!r})"
+
+
+def _rebuild(
+    cls: type[McpTransportError], kind: ErrorKind, server: str, message: str, extra: dict[str, Any]
+) -> McpTransportError:
+    return cls(kind, server, message, **extra)
 
 
 class ChallengeError(McpTransportError):
@@ -83,7 +110,7 @@ class ChallengeError(McpTransportError):
         scopes: tuple[str, ...] | None = None,
         resource_metadata: str | None = None,
     ) -> None:
-        super().__init__("status", server, message)
+        super().__init__("status", server, message, http_status=status)
         self.status = status
         self.error = error
         # None: the challenge named no scope (not the same as an empty scope list).

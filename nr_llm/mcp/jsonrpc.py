@@ -53,18 +53,32 @@ def find_answer(body: object, request_id: int) -> dict[str, Any] | None:
 def result_of(answer: dict[str, Any], server: str) -> dict[str, Any]:
     """The ``result`` object of an answer; a JSON-RPC error or a body with neither is raised."""
     if "error" in answer:
-        error = answer["error"]
-        if isinstance(error, dict):
-            code, message = error.get("code"), error.get("message", "")
-            detail = f"{clean(message)} (code {clean(code, 20)})"
-        else:
-            detail = clean(error)
-        raise McpTransportError(
-            "rpc_error", server, f"MCP server {server!r} answered with an error: {detail}"
-        )
+        raise error_of(answer["error"], server)
     result = answer.get("result")
     if not isinstance(result, dict):
         raise McpTransportError(
             "malformed", server, f"MCP server {server!r} answered with neither a result object nor an error."
         )
     return result
+
+
+def error_of(error: object, server: str, http_status: int | None = None) -> McpTransportError:
+    """A JSON-RPC error object as ``rpc_error``, its code and data kept for the caller to branch on."""
+    code: int | None = None
+    data: Any = None
+    if isinstance(error, dict):
+        raw_code, message = error.get("code"), error.get("message", "")
+        detail = f"{clean(message)} (code {clean(raw_code, 20)})"
+        code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else None
+        data = error.get("data")
+    else:
+        detail = clean(error)
+    status = f" (HTTP {http_status})" if http_status is not None else ""
+    return McpTransportError(
+        "rpc_error",
+        server,
+        f"MCP server {server!r} answered with an error{status}: {detail}",
+        http_status=http_status,
+        code=code,
+        data=data,
+    )

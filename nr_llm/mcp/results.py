@@ -13,6 +13,8 @@ class ConnectionReport:
     server_name: str = ""
     server_version: str = ""
     error: str = ""
+    # "modern" (2026-07-28, server/discover) or "handshake" (initialize); "" when unreachable.
+    era: str = ""
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ def _seen(port: int) -> list[dict[str, str | None]]:
 
 def test_two_servers_never_see_each_others_session_or_credential() -> None:
     """Interleaved, concurrent operations on A (bearer) and B (named header) through one client:
-    every request to A carries only A's credential and A-issued session ids, and likewise for B;
-    neither server is ever sent a GET."""
+    every request to A (its era probes included) carries only A's credential and A-issued session
+    ids, and likewise for B; neither server is ever sent a GET."""
     command = [sys.executable, "-m", "tests.peers.adversarial"]
     with running(command) as port_a, running(command) as port_b:
         a = Endpoint(
@@ -45,7 +45,20 @@ def test_two_servers_never_see_each_others_session_or_credential() -> None:
 
         with ThreadPoolExecutor(max_workers=4) as pool:
             assert list(pool.map(operate, range(24))) == ["done"] * 24
-        seen_a, seen_b = _seen(port_a), _seen(port_b)
+        probes_a, probes_b = _seen(port_a), _seen(port_b)
+        # The era probes (server/discover; this peer is handshake-era): at least one per server,
+        # at most one per operation that started before the first verdict was stored.
+        for probes, header, value in (
+            (probes_a, "Authorization", "Bearer secret-of-a"),
+            (probes_b, "X-Api-Key", "secret-of-b"),
+        ):
+            discovers = [row for row in probes if row["method"] == "POST server/discover"]
+            assert 1 <= len(discovers) <= 4
+            assert all(
+                row[header] == value and row["MCP-Protocol-Version"] == "2026-07-28" for row in discovers
+            )
+        seen_a = [row for row in probes_a if row["method"] != "POST server/discover"]
+        seen_b = [row for row in probes_b if row["method"] != "POST server/discover"]
 
     assert len(seen_a) == len(seen_b) == 12 * 4  # initialize, initialized, call, DELETE
     for seen, port, header, value, other in (
@@ -68,4 +81,5 @@ def test_two_servers_never_see_each_others_session_or_credential() -> None:
             "2025-06-18"
         }
         assert {row["MCP-Protocol-Version"] for row in seen if row["method"] == "POST initialize"} == {None}
-    assert seen_a[0]["X-Api-Key"] is None and seen_b[0]["Authorization"] is None
+    assert all(row["X-Api-Key"] is None for row in probes_a)
+    assert all(row["Authorization"] is None for row in probes_b)

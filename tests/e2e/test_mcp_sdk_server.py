@@ -32,12 +32,13 @@ def _endpoint(url: str) -> Endpoint:
     return Endpoint(identifier="sdk", url=url, budget_seconds=30)
 
 
-def test_ping_reports_the_handshake(server_url: str) -> None:
-    """ping() reaches the server and reports the chosen revision, its name and version, and latency."""
+def test_ping_reports_the_discovered_server(server_url: str) -> None:
+    """ping() reaches the (dual-era) SDK 2.3 server with server/discover and reports the 2026-07-28
+    revision and era, its name and version, and latency."""
     health = HealthLog()
     report = McpClient(allow_private_networks=True, health=health).ping(_endpoint(server_url))
     assert report.reachable and report.error == ""
-    assert report.protocol_version == "2025-11-25"
+    assert (report.protocol_version, report.era) == ("2026-07-28", "modern")
     assert (report.server_name, report.server_version) == ("nr-llm test peer", "1.2.3")
     assert report.latency_ms is not None and report.latency_ms >= 0
     assert health.contacts == [("sdk", report.latency_ms)]

@@ -33,7 +33,7 @@ def test_no_member_or_parameter_reads_as_a_cancellation_seam(cls: type) -> None:
 
 
 def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
-    """The client takes only its four collaborators and each operation only its own inputs.
+    """The client takes only its collaborators (and the era cache) and each operation only its own inputs.
 
     ``list_tools``' ``on_page`` is progress only; test_progress_callback_cannot_stop_a_walk
     proves it cannot serve as an abort.
@@ -43,10 +43,19 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
         for name in ("__init__", "ping", "list_tools", "call_tool")
     }
     assert signatures == {
-        "__init__": ["self", "allow_private_networks", "clock", "health", "session_factory"],
+        "__init__": [
+            "self",
+            "allow_private_networks",
+            "clock",
+            "health",
+            "session_factory",
+            "era_cache",
+            "era_cache_seconds",
+            "wall",  # epoch seconds for OAuth token expiry (absolute, so it survives a restart)
+        ],
         "ping": ["self", "endpoint"],
         "list_tools": ["self", "endpoint", "on_page"],
-        "call_tool": ["self", "endpoint", "name", "arguments"],
+        "call_tool": ["self", "endpoint", "name", "arguments", "input_schema", "responder"],
     }
     public = sorted(name for name in vars(McpClient) if not name.startswith("_"))
     assert public == ["call_tool", "list_tools", "ping"]

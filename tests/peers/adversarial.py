@@ -32,6 +32,12 @@
                       for every GET and every ``leg/`` request
     tattle/0          answers every request with a JSON-RPC error quoting the credential
                       it was sent, as a careless server's "invalid token ..." does
+    slow-discover/S   a 2026-07-28 server whose server/discover answers after S seconds
+    trickle-discover/S  server/discover: headers, then one body byte every S seconds
+    modern-slow-work/S  a 2026-07-28 server (discover at once) whose tools/call answers after S s
+
+Every other scenario answers server/discover like an old server that answers everything:
+a result listing no revision.
 
 ``python -m tests.peers.adversarial --tls-trickle`` is no HTTP server at all: it answers
 a TLS ClientHello with the header of a 16 KiB handshake record and then one byte of it
@@ -57,6 +63,7 @@ from typing import Any
 from tests.peers.hostile_wire import HOLD, KEEP, answer, disposition
 
 LIMIT_SECONDS = 60.0
+MODERN_SCENARIOS = frozenset({"slow-discover", "trickle-discover", "modern-slow-work"})
 PAGES = 50
 SEEN: list[dict[str, str | None]] = []
 SESSIONS = itertools.count(1)
@@ -114,6 +121,8 @@ class Handler(BaseHTTPRequestHandler):
         method = body.get("method")
         self._remember(f"POST {method}")
         leg = "initialize" if method == "initialize" else "work" if "id" in body else "notification"
+        if method == "server/discover":
+            leg = "probe"  # the era probe: answered as an old server does (below), never hostile
         if self._hostile(leg):
             return
         if leg == "work" and parts[:2] == ["leg", "resume"]:
@@ -133,6 +142,11 @@ class Handler(BaseHTTPRequestHandler):
                 "application/json",
             )
             return
+        if method == "server/discover" and scenario in MODERN_SCENARIOS:
+            self._discover(body, scenario, seconds)
+            return
+        if method == "tools/call" and scenario == "modern-slow-work":
+            time.sleep(min(seconds, LIMIT_SECONDS))
         if method == "initialize":
             if scenario in ("slow-init", "late-stuck"):
                 time.sleep(min(seconds, LIMIT_SECONDS))
@@ -152,6 +166,23 @@ class Handler(BaseHTTPRequestHandler):
             self._call(body, scenario, seconds)
         else:
             self._result(body, {})
+
+    def _discover(self, body: dict[str, Any], scenario: str, seconds: float) -> None:
+        result = {
+            "resultType": "complete",
+            "ttlMs": 0,
+            "cacheScope": "private",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+        }
+        answer = _encode(body, result)
+        if scenario == "slow-discover":
+            time.sleep(min(seconds, LIMIT_SECONDS))
+        elif scenario == "trickle-discover":
+            self._head(200, "application/json", len(answer) + 10_000)
+            self._drip(b" " * 10_000 + answer, seconds)
+            return
+        self._send(200, answer, "application/json")
 
     def _page(self, body: dict[str, Any], scenario: str, seconds: float) -> None:
         cursor = (body.get("params") or {}).get("cursor")

@@ -1,9 +1,16 @@
 """The official Python MCP SDK server as a test peer.
 
 ``python -m tests.peers.sdk_server [--stateless] [--extra-tools N] [--page-size P]
-[--name NAME] [--server-version V] [--gate]``: the demo tools (echo, add, slow, pixel, fail)
-plus N generated tools, paged by P per ``tools/list`` page when P is given. Binds 127.0.0.1
-on an OS-chosen port and prints ``PORT <n>``.
+[--name NAME] [--server-version V] [--modern-only | --no-discover] [--gate]``: the demo tools
+(echo, add, slow, pixel, fail) plus N generated tools, paged by P per ``tools/list`` page when
+P is given. Binds 127.0.0.1 on an OS-chosen port and prints ``PORT <n>``.
+
+SDK 2.3 is dual-era. ``--modern-only`` serves its 2026-07-28 handler alone (a server that
+never learnt ``initialize``); ``--no-discover`` answers ``server/discover`` with -32601, as a
+server from before 2026 does, and serves the handshake era as usual.
+
+Every HTTP request to ``/mcp`` is logged (method and JSON-RPC method) and served as JSON by
+``GET /requests``, so tests count what crossed the wire.
 
 ``--gate`` holds every ``tools/list`` answer until the test lets one through, so a test can
 see an import while it runs: ``GET /gate`` answers ``{"requests": MCP requests received,
@@ -21,6 +28,95 @@ import socket
 from typing import Any
 
 from project.demo_mcp_server import build_server
+
+REQUESTS: list[dict[str, Any]] = []
+
+
+def _logged(app: Any, *, refuse_discover: bool) -> Any:
+    """ASGI wrapper: log each request; serve the log; optionally refuse server/discover."""
+    import json
+
+    async def wrapper(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        if scope["path"] == "/requests":
+            await _json(send, 200, REQUESTS)
+            return
+        if scope["path"] != "/mcp":
+            await app(scope, receive, send)
+            return
+        chunks = []
+        more = True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            parsed = json.loads(body) if body else {}
+        except ValueError:
+            parsed = {}
+        method = parsed.get("method") if isinstance(parsed, dict) else None
+        headers = {key.decode().lower(): value.decode("latin-1") for key, value in scope["headers"]}
+        REQUESTS.append(
+            {
+                "http": scope["method"],
+                "method": method,
+                "protocol": headers.get("mcp-protocol-version"),
+                "session": headers.get("mcp-session-id"),
+            }
+        )
+        if refuse_discover and method == "server/discover":
+            error = {"code": -32601, "message": "Method not found"}
+            await _json(send, 200, {"jsonrpc": "2.0", "id": parsed.get("id"), "error": error})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await app(scope, replay, send)
+
+    return wrapper
+
+
+async def _json(send: Any, status: int, payload: Any) -> None:
+    import json
+
+    data = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def _modern_only(lowlevel: Any) -> Any:
+    """An ASGI app that serves only the SDK's 2026-07-28 handler, with the server's lifespan."""
+    import contextlib
+
+    from mcp.server._streamable_http_modern import handle_modern_request
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    state: dict[str, Any] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any) -> Any:
+        async with lowlevel.lifespan(lowlevel) as lifespan_state:
+            state["value"] = lifespan_state
+            yield
+
+    class Modern:
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            await handle_modern_request(lowlevel, None, True, state.get("value"), scope, receive, send)
+
+    return Starlette(
+        routes=[Route("/mcp", endpoint=Modern(), methods=["GET", "POST", "DELETE"])], lifespan=lifespan
+    )
 
 
 def _paged(server: Any, page_size: int) -> None:
@@ -100,6 +196,9 @@ def main() -> None:
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--name", default="nr-llm test peer")
     parser.add_argument("--server-version", default="1.2.3")
+    era = parser.add_mutually_exclusive_group()
+    era.add_argument("--modern-only", action="store_true")
+    era.add_argument("--no-discover", action="store_true")
     parser.add_argument("--gate", action="store_true")
     args = parser.parse_args()
 
@@ -119,9 +218,13 @@ def main() -> None:
     if args.page_size:
         _paged(server, args.page_size)
 
-    app = server.streamable_http_app(stateless_http=args.stateless, json_response=args.stateless)
+    if args.modern_only:
+        app = _modern_only(server._lowlevel_server)
+    else:
+        app = server.streamable_http_app(stateless_http=args.stateless, json_response=args.stateless)
     if args.gate:
         app = _gated(server, app)
+    app = _logged(app, refuse_discover=args.no_discover)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     # Listen before announcing: early connections wait in the backlog until uvicorn serves.

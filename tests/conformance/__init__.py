@@ -1,0 +1,1 @@
+"""The official MCP conformance suite run against our client (see README.md)."""
