@@ -33,10 +33,12 @@ from .errors import McpTransportError
 from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConversation
 from .hostgate import refuse_private, resolve
 from .modern_conversation import InputResponder, ModernConversation
+from .oauth.identity import WallClock
+from .oauth.tokens import OperationTokens, SystemWallClock
 from .param_headers import param_headers
 from .results import CallOutcome, ConnectionReport
 from .text import NAME_LIMIT, clean
-from .transport import SessionFactory, Transport, auth_headers, default_session
+from .transport import SessionFactory, Transport, auth_headers, bearer_header, default_session
 
 __all__ = ["KNOWN_PROTOCOL_VERSIONS", "MAX_PAGES", "PROTOCOL_VERSION", "InputResponder", "McpClient"]
 
@@ -56,6 +58,9 @@ _NOT_EVIDENCE = frozenset(
         "redirect",
         "too_large",
         "missing_credential",
+        # An OAuth exchange's failure says nothing about the era the server speaks.
+        "authorization_required",
+        "authorization_failed",
     }
 )
 # JSON-RPC codes with which a server refuses a request before running it because it speaks
@@ -85,8 +90,11 @@ class McpClient:
         session_factory: SessionFactory | None = None,
         era_cache: EraCache | None = None,
         era_cache_seconds: float = DEFAULT_ERA_CACHE_SECONDS,
+        wall: WallClock | None = None,
     ) -> None:
         self.allow_private_networks = allow_private_networks
+        # Epoch seconds for OAuth token expiry, which is absolute so it survives a restart.
+        self.wall: WallClock = wall or SystemWallClock()
         self.clock: Clock = clock or MonotonicClock()
         self.health = health
         self.session_factory: SessionFactory = session_factory or default_session
@@ -268,8 +276,23 @@ class McpClient:
         addresses = resolve(endpoint.url, endpoint.identifier, deadline.grant())
         if not self.allow_private_networks:
             refuse_private(addresses, endpoint.identifier)
+        tokens = None
+        if endpoint.oauth is not None:
+            tokens = OperationTokens(
+                endpoint.identifier,
+                endpoint.url,
+                endpoint.oauth,
+                deadline,
+                allow_private_networks=self.allow_private_networks,
+                wall=self.wall,
+                session_factory=self.session_factory,
+            )
         session = self.session_factory()
         try:
+            if tokens is not None:
+                # A valid stored token costs nothing; an expired one is refreshed here,
+                # before the first MCP leg, from the same budget.
+                credential_headers = bearer_header(tokens.bearer())
             yield (
                 Transport(
                     endpoint,
@@ -278,11 +301,14 @@ class McpClient:
                     auth_headers=credential_headers,
                     allow_private_networks=self.allow_private_networks,
                     addresses=addresses,
+                    authorizer=tokens,
                 ),
                 deadline,
             )
         finally:
             session.close()
+            if tokens is not None:
+                tokens.close()
 
     def _record(self, endpoint: Endpoint, latency_ms: int) -> None:
         if self.health is None:

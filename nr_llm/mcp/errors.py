@@ -50,10 +50,10 @@ ErrorKind = Literal[
     "too_large",
     "missing_credential",
     "session_expired",
-    "authorization_required",
-    "authorization_failed",
     "invalid_tool",
     "input_required",
+    "authorization_required",
+    "authorization_failed",
 ]
 
 
@@ -87,6 +87,12 @@ class McpTransportError(Exception):
         return f"McpTransportError(kind={self.kind!r}, server={self.server!r}, message={str(self)!r})"
 
 
+def _rebuild(
+    cls: type[McpTransportError], kind: ErrorKind, server: str, message: str, extra: dict[str, Any]
+) -> McpTransportError:
+    return cls(kind, server, message, **extra)
+
+
 class ChallengeError(McpTransportError):
     """A 401 or 403 from the MCP server, with what its ``WWW-Authenticate`` asked for.
 
@@ -104,7 +110,7 @@ class ChallengeError(McpTransportError):
         scopes: tuple[str, ...] | None = None,
         resource_metadata: str | None = None,
     ) -> None:
-        super().__init__("status", server, message)
+        super().__init__("status", server, message, http_status=status)
         self.status = status
         self.error = error
         # None: the challenge named no scope (not the same as an empty scope list).
@@ -192,9 +198,3 @@ def _rebuild_authorization(
     return AuthorizationError(
         kind, server, message, reason=reason, scopes=scopes, resource_metadata=resource_metadata
     )
-
-
-def _rebuild(
-    cls: type[McpTransportError], kind: ErrorKind, server: str, message: str, extra: dict[str, Any]
-) -> McpTransportError:
-    return cls(kind, server, message, **extra)

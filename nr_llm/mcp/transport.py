@@ -23,16 +23,18 @@ from typing import Any
 
 import requests
 import urllib3.exceptions
-from requests.adapters import HTTPAdapter
 
 from . import jsonrpc
 from .deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
 from .endpoint import Endpoint
-from .errors import McpTransportError
+from .errors import ChallengeError, McpTransportError
 from .eventstream import EventStreamDecoder
 from .headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, HeaderFlood
+from .oauth.challenge import parse_challenge
+from .oauth.tokens import OperationTokens
+from .sessions import harden
 from .text import clean
-from .watchdog import POOL_CLASSES, LegWatchdog, RefusedPeer
+from .watchdog import LegWatchdog, RefusedPeer
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 # A server that keeps closing its stream early is not followed around forever.
@@ -57,16 +59,6 @@ def default_session() -> requests.Session:
     # Transport turns off the environment (proxies, .netrc) on every session it is given:
     # a netrc password must not reach an MCP server.
     return requests.Session()
-
-
-def _no_redirect_target(response: requests.Response) -> None:
-    return None
-
-
-class _WatchedAdapter(HTTPAdapter):
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = POOL_CLASSES
 
 
 class _EndedEarly(McpTransportError):
@@ -99,26 +91,19 @@ class Transport:
         auth_headers: dict[str, str],
         allow_private_networks: bool,
         addresses: list[str],
+        authorizer: OperationTokens | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.server = endpoint.identifier
         self._session = session
         self._clock = clock
         self._allow_private_networks = allow_private_networks
-        # Direct connections only, whatever session the factory made: through a proxy the
-        # gate would judge the wrong address and the watchdog would not see the socket.
-        session.trust_env = False
-        session.proxies.clear()
-        # Session.send runs the redirect machinery even with allow_redirects=False (to
-        # offer the next request as response.next): it reads the whole 3xx body, inflated
-        # and uncapped, and parses Location, raising whatever a hostile one provokes.
-        # With no redirect target it does neither; the 3xx comes back unread.
-        session.get_redirect_target = _no_redirect_target  # type: ignore[method-assign,assignment]
-        adapter = _WatchedAdapter(max_retries=0)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
+        # Direct, watched, a 3xx never read: the rules every leg's session follows.
+        harden(session)
         self.auth_headers = auth_headers
         self._addresses = tuple(addresses)
+        # The OAuth token source of this operation, when the server uses OAuth.
+        self.authorizer = authorizer
 
     def post(
         self,
@@ -134,12 +119,25 @@ class Transport:
         ``extra_headers`` are the 2026-07-28 per-request headers (Mcp-Method, Mcp-Name,
         Mcp-Param-*), built and checked by the caller.
         """
-        try:
-            return self._leg(
-                deadline, "POST", message, session_id, protocol_version, extra_headers=extra_headers
-            )
-        except _EndedEarly as ended:
-            return self._resume(deadline, ended, message["id"], session_id, protocol_version)
+        while True:
+            try:
+                return self._leg(
+                    deadline, "POST", message, session_id, protocol_version, extra_headers=extra_headers
+                )
+            except _EndedEarly as ended:
+                return self._resume(deadline, ended, message["id"], session_id, protocol_version)
+            except ChallengeError as challenge:
+                if self.authorizer is None:
+                    raise
+                # A new token or a typed error; bounded by the token source (one refresh per
+                # operation, three authorizations), each exchange a leg of this deadline.
+                self.auth_headers = bearer_header(
+                    self.authorizer.after_challenge(challenge, self._sent_bearer())
+                )
+
+    def _sent_bearer(self) -> str | None:
+        value = self.auth_headers.get("Authorization", "")
+        return value[len("Bearer ") :] if value.startswith("Bearer ") else None
 
     def _resume(
         self,
@@ -354,11 +352,14 @@ class Transport:
                 "session_expired", name, f"MCP server {name!r} no longer knows the session (HTTP 404)."
             )
         if status in (401, 403):
-            raise McpTransportError(
-                "status",
+            challenge = parse_challenge(response.headers.get("WWW-Authenticate"))
+            raise ChallengeError(
                 name,
                 f"MCP server {name!r} refused the request (HTTP {status}): check its credential.",
-                http_status=status,
+                status=status,
+                error=challenge.error,
+                scopes=challenge.scopes,
+                resource_metadata=challenge.resource_metadata,
             )
         if status == 405 and response.request.method == "DELETE":
             return  # the server does not let clients end sessions: allowed by the spec
@@ -435,6 +436,10 @@ class Transport:
             self.server,
             f"MCP server {self.server!r}: the connection broke during the answer ({type(exc).__name__}).",
         )
+
+
+def bearer_header(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def auth_headers(endpoint: Endpoint) -> dict[str, str]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from tests.conformance import auth
 
 Behaviour = Callable[["Run"], None]
 BEHAVIOURS: dict[str, Behaviour] = {}
@@ -180,6 +181,12 @@ def answer_input_requests(run: Run) -> None:
         run.say(f"called {tool['name']}: {outcome.text[:200]!r}")
 
 
+@behaviour_of("auth/")
+def authorize_and_call(run: Run) -> None:
+    """Authorization scenarios: list and call the tools, connecting as the operator when asked."""
+    auth.authorize_and(call_listed_tools, run)
+
+
 def loopback(url: str) -> str:
     """The suite's servers announce ``localhost``; tests talk to 127.0.0.1 only."""
     parts = urllib.parse.urlsplit(url)
@@ -194,7 +201,14 @@ def main(argv: list[str]) -> int:
         return 2
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    endpoint = Endpoint(identifier="conformance", url=loopback(argv[-1]), budget_seconds=10)
+    if scenario.startswith("auth/"):
+        # Resource and issuers are compared as strings: the announced URL is kept as it is,
+        # and its localhost resolves to 127.0.0.1 only.
+        auth.pin_localhost_to_ipv4()
+        url = argv[-1]
+    else:
+        url = loopback(argv[-1])
+    endpoint = Endpoint(identifier="conformance", url=url, budget_seconds=10)
     behaviour = behaviour_for(scenario)
     run = Run(scenario=scenario, endpoint=endpoint, context=context if isinstance(context, dict) else {})
     run.say(f"scenario {scenario!r}: {behaviour.__name__} against {endpoint.url}")

@@ -51,6 +51,7 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
             "session_factory",
             "era_cache",
             "era_cache_seconds",
+            "wall",  # epoch seconds for OAuth token expiry (absolute, so it survives a restart)
         ],
         "ping": ["self", "endpoint"],
         "list_tools": ["self", "endpoint", "on_page"],

@@ -1,0 +1,127 @@
+"""Authorization scenarios (``auth/...``): the driver is the site and its operator.
+
+A tool call never waits for a browser, so the driver does what an operator's "Connect"
+does when a call ends in ``authorization_required``: start the authorization code flow,
+play the browser (fetch the authorization URL without following its redirect, read code,
+state and iss from the Location), finish, keep the grant, and call again. Client
+credentials scenarios need no person: the client authorizes inside the call.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+import requests
+
+from nr_llm.mcp import Endpoint
+from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.errors import AuthorizationError
+from nr_llm.mcp.oauth import (
+    ClientConfig,
+    MemoryGrantStore,
+    OAuthLegs,
+    OAuthSettings,
+    SystemWallClock,
+    finish_authorization,
+    start_authorization,
+)
+
+if TYPE_CHECKING:
+    from tests.conformance.client import Run
+
+# The suite's CIMD scenario accepts this URL as a client id without fetching it.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+# Never visited: the browser step reads the redirect's Location instead.
+REDIRECT_URI = "http://127.0.0.1:3000/callback"
+# What an operator may fix by connecting (again); anything else is the run's failure.
+OPERATOR_CAN_FIX = ("not_authorized", "insufficient_scope", "refresh_refused", "server_changed")
+# The first call plus at most three operator authorizations (the suite counts them).
+MAX_CONNECTS = 3
+
+
+def pin_localhost_to_ipv4() -> None:
+    """The suite's servers announce ``localhost`` in URLs and metadata, which must be used as
+    they are (resource and issuer are compared as strings); their traffic stays on 127.0.0.1."""
+    real = socket.getaddrinfo
+
+    def ipv4_localhost(host: Any, port: Any, family: int = 0, *args: Any, **kwargs: Any) -> Any:
+        if host == "localhost":
+            return real("127.0.0.1", port, socket.AF_INET, *args, **kwargs)
+        return real(host, port, family, *args, **kwargs)
+
+    socket.getaddrinfo = ipv4_localhost
+
+
+def config_for(scenario: str, context: dict[str, Any]) -> ClientConfig:
+    """The operator's configuration a scenario implies (its context carries pre-registered credentials)."""
+    if "client-credentials" in scenario:
+        return ClientConfig(
+            grant="client_credentials",
+            client_id=context.get("client_id"),
+            client_secret=context.get("client_secret"),
+            private_key_pem=context.get("private_key_pem"),
+        )
+    return ClientConfig(
+        redirect_uri=REDIRECT_URI,
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        client_metadata_url=CLIENT_METADATA_URL,
+    )
+
+
+def connect(run: Run, endpoint: Endpoint, required: AuthorizationError) -> None:
+    """The operator's Connect: start, the browser's round trip, finish, keep the grant."""
+    settings = endpoint.oauth
+    assert settings is not None
+    wall = SystemWallClock()
+    deadline = OperationDeadline(endpoint.budget_seconds, MonotonicClock(), endpoint.identifier)
+    previous = settings.store.load(endpoint.identifier)
+    with OAuthLegs(endpoint.identifier, deadline, allow_private_networks=True) as legs:
+        started = start_authorization(
+            legs,
+            endpoint.url,
+            settings.config,
+            settings.store,
+            wall,
+            resource_metadata=required.resource_metadata,
+            challenged_scopes=required.scopes or None,
+            previous_scopes=previous.scopes if previous else (),
+        )
+        answer = requests.get(started.url, allow_redirects=False, timeout=10)
+        callback = {k: v[0] for k, v in parse_qs(urlsplit(answer.headers.get("Location", "")).query).items()}
+        run.say(f"browser: HTTP {answer.status_code}, callback carries {sorted(callback)}")
+        grant = finish_authorization(
+            legs,
+            started.pending,
+            settings.config,
+            wall,
+            code=callback.get("code"),
+            state=callback.get("state"),
+            iss=callback.get("iss"),
+        )
+    settings.store.save(endpoint.identifier, grant)
+    run.say(f"connected: scopes {' '.join(grant.scopes) or '(none)'}")
+
+
+def authorize_and(work: Callable[[Run], None], run: Run) -> None:
+    """Run ``work`` with OAuth; on authorization_required, connect as the operator and run it again."""
+    config = config_for(run.scenario, run.context)
+    run.endpoint = Endpoint(
+        identifier=run.endpoint.identifier,
+        url=run.endpoint.url,
+        budget_seconds=run.endpoint.budget_seconds,
+        oauth=OAuthSettings(config, MemoryGrantStore()),
+    )
+    for connects in range(MAX_CONNECTS + 1):
+        try:
+            work(run)
+            return
+        except AuthorizationError as exc:
+            run.say(f"{exc.kind}/{exc.reason}: {exc}")
+            needs_operator = exc.kind == "authorization_required" and exc.reason in OPERATOR_CAN_FIX
+            if not needs_operator or config.grant != "authorization_code" or connects == MAX_CONNECTS:
+                raise
+            connect(run, run.endpoint, exc)
