@@ -1,8 +1,7 @@
 """What the site does with the protocol client's ``authorization_required``.
 
-Unit level: the error is raised by tests/fakes.FakeClient, because the protocol client does
-not take tokens from ``Endpoint.oauth`` yet (issue 12's client integration); the end-to-end
-path is in the report's "not done" list.
+Unit level: the error is raised by tests/fakes.FakeClient; the same path on the real peers
+is in test_runtime_peers.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,80 @@
+"""The stored grant at work on the real peers: imports and tool calls use it, a refused refresh
+marks the server "needs reconnect" and makes its tools unavailable to the agent loop."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+from django.test import override_settings
+
+from nr_llm import tools
+from nr_llm.authorization.store import DatabaseGrantStore
+from nr_llm.catalogue import import_catalogue
+from nr_llm.models import McpServer, McpTool, OAuthGrantRecord
+from tests.authorization.helpers import SETTINGS, callback_path, oauth_server, operator, press_connect
+from tests.oauth_peers import OAuthPeers
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("settings_for_oauth")]
+
+
+@pytest.fixture
+def settings_for_oauth() -> object:
+    with override_settings(**SETTINGS):
+        yield
+
+
+def _connected(peers: OAuthPeers) -> McpServer:
+    server = oauth_server(peers)
+    client = operator()
+    client.get(callback_path(peers.auth.approve(press_connect(client, server)["Location"])))
+    assert DatabaseGrantStore().load(server.identifier) is not None
+    return server
+
+
+def test_import_and_a_tool_call_use_the_stored_grant_and_refresh_it_when_expired(
+    oauth_peers: OAuthPeers,
+) -> None:
+    """Import lists the protected tools; echo runs; with the token expired the next call refreshes
+    once and succeeds, and the rotated tokens are stored."""
+    server = _connected(oauth_peers)
+    report = import_catalogue(server)
+    assert McpTool.objects.filter(server=server, remote_name="echo").exists(), report
+    McpTool.objects.filter(server=server).update(enabled=True)
+    echo = McpTool.objects.get(server=server, remote_name="echo")
+    first = tools.execute(echo.tool_name, {"text": "hello"})
+    assert not first.is_error and "hello" in first.text, first.text
+
+    store = DatabaseGrantStore()
+    old = store.load(server.identifier)
+    assert old is not None
+    store.save(server.identifier, dataclasses.replace(old, expires_at=time.time() - 1))
+    before = oauth_peers.auth.token_requests("refresh_token")
+    second = tools.execute(echo.tool_name, {"text": "again"})
+    assert not second.is_error and "again" in second.text, second.text
+    assert oauth_peers.auth.token_requests("refresh_token") == before + 1
+    new = store.load(server.identifier)
+    assert new is not None and new.refresh_token != old.refresh_token
+
+
+def test_a_refused_refresh_makes_the_tool_unavailable_and_the_server_need_reconnect(
+    oauth_peers: OAuthPeers,
+) -> None:
+    """A spent refresh token (the grant's family revoked at the AS) → authorization_required:
+    the agent reads "unavailable", the admin reads "needs reconnect"."""
+    server = _connected(oauth_peers)
+    import_catalogue(server)
+    McpTool.objects.filter(server=server).update(enabled=True)
+    echo = McpTool.objects.get(server=server, remote_name="echo")
+    store = DatabaseGrantStore()
+    grant = store.load(server.identifier)
+    assert grant is not None
+    # Revoke the grant at the authorization server, then let the client think the token expired.
+    client = operator("revoker")
+    client.post(f"/admin/nr_llm/mcpserver/{server.pk}/oauth/disconnect/")
+    store.save(server.identifier, dataclasses.replace(grant, expires_at=time.time() - 1))
+    result = tools.execute(echo.tool_name, {"text": "x"})
+    assert result.is_error and "is unavailable" in result.text, result.text
+    assert OAuthGrantRecord.objects.get(server=server).attention_reason == "refresh_refused"
+    assert grant.refresh_token not in result.text and grant.access_token not in result.text
