@@ -117,7 +117,7 @@ def check_public_base_url(**kwargs: Any) -> list[CheckMessage]:
                 "NR_LLM_PUBLIC_BASE_URL must be the site's origin such as 'https://example.org', "
                 f"not {raw!r}.",
                 hint="Where an operator's browser reaches this site; OAuth redirect URIs are built on it.",
-                id="nr_llm.E005",
+                id="nr_llm.E006",
             )
         ]
     return []

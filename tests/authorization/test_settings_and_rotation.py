@@ -67,11 +67,11 @@ def test_connect_without_a_public_base_url_says_what_to_set(oauth_peers: OAuthPe
     ],
 )
 def test_the_public_base_url_check(value: object, ok: bool) -> None:
-    """Only a bare http(s) origin passes (nr_llm.E005)."""
+    """Only a bare http(s) origin passes (nr_llm.E006)."""
     with override_settings(NR_LLM_PUBLIC_BASE_URL=value):
         found = check_public_base_url()
     assert (found == []) is ok
-    assert all(message.id == "nr_llm.E005" for message in found)
+    assert all(message.id == "nr_llm.E006" for message in found)
 
 
 def test_the_client_metadata_document_is_served_for_servers_that_use_one() -> None:
