@@ -21,6 +21,9 @@ from tests.peers.hostile_wire import MEASURED, NAMES, REDIRECTS
 pytestmark = pytest.mark.e2e
 
 BUDGET = 2
+# The guard walks up to five legs before the one under test (era probe, handshake, a stream
+# to resume): on a loaded two-core CI machine 2 s was spent before the resume leg was reached.
+GUARD_BUDGET = 5
 CLIENT = McpClient(allow_private_networks=True)
 SECRET = "tok-wire-0a1b2c3d4e"
 # The legs each operation has; list_tools's first three are call_tool's.
@@ -39,11 +42,11 @@ def base_url() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
 
 
-def _endpoint(base_url: str, scenario: str) -> Endpoint:
+def _endpoint(base_url: str, scenario: str, budget: int = BUDGET) -> Endpoint:
     return Endpoint(
         identifier="hostile",
         url=f"{base_url}/{scenario}/mcp",
-        budget_seconds=BUDGET,
+        budget_seconds=budget,
         credential=SECRET,
         auth_placement="bearer",
     )
@@ -78,7 +81,7 @@ def _expected_kind(shape: str) -> str | None:
 
 
 def _run(base_url: str, scenario: str, operation: str) -> McpTransportError | ConnectionReport | None:
-    endpoint = _endpoint(base_url, scenario)
+    endpoint = _endpoint(base_url, scenario, GUARD_BUDGET)
     if operation == "ping":
         return CLIENT.ping(endpoint)
     try:
@@ -110,7 +113,7 @@ def test_only_typed_errors_leave_the_client_whatever_a_leg_is_answered(base_url:
                 result = _run(base_url, scenario, operation)
             except Exception as exc:  # the point of the test: name the escape, not crash on it
                 pytest.fail(f"{operation} with {shape} on {leg}: {type(exc).__name__} escaped")
-            assert time.monotonic() - started < BUDGET + 1, (operation, leg)
+            assert time.monotonic() - started < GUARD_BUDGET + 1, (operation, leg)
             if isinstance(result, ConnectionReport):  # ping reports a failure instead of raising it
                 failed: McpTransportError | str | None = None if result.reachable else result.error
             else:
