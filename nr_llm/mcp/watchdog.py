@@ -169,6 +169,12 @@ class _Watched:
                 raise RefusedPeer(str(peer))
         # Watched from before the TLS handshake: a handshake can stall like a body.
         watchdog.watch(sock)
+        if watchdog.fired:
+            # The grant ran out while dialling: start no TLS handshake on a shut socket.
+            # ssl.wrap_socket() would meet it as "not connected", and a reset peer then
+            # makes it raise without closing the SSLSocket it made (an fd left to the GC).
+            sock.close()
+            raise ConnectTimeoutError(self, "the leg's grant ran out while the connection was made")
         return sock
 
     def _dial(self, watchdog: LegWatchdog) -> socket.socket:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import time
 import warnings
 
-from nr_llm.mcp.watchdog import LegWatchdog
+import pytest
+from urllib3.exceptions import ConnectTimeoutError
+
+from nr_llm.mcp.watchdog import LegWatchdog, WatchedHTTPSConnection
 
 
 def test_a_blocked_read_returns_when_the_grant_is_spent() -> None:
@@ -70,3 +74,25 @@ def test_a_forked_child_gets_its_own_watchdog_thread() -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_grant_spent_while_dialling_starts_no_tls_handshake() -> None:
+    """A connection whose grant ran out while it was made is closed and refused before the TLS
+    wrap: started on the shut socket, ssl's wrap can raise without closing the SSLSocket it
+    made (seen as a ResourceWarning in a later test on a loaded CI machine)."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        with LegWatchdog(0.05, allow_private_networks=True) as watchdog:
+            deadline = time.monotonic() + 5
+            while not watchdog.fired and time.monotonic() < deadline:
+                time.sleep(0.01)
+            connection = WatchedHTTPSConnection("127.0.0.1", port, timeout=5)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with pytest.raises(ConnectTimeoutError, match="grant ran out"):
+                    connection.connect()
+                connection.close()
+                gc.collect()
+        # Nothing reached the TLS layer, so nothing was left for the garbage collector to close.
+        assert not [warning for warning in caught if issubclass(warning.category, ResourceWarning)]
+        assert connection.sock is None
