@@ -277,15 +277,17 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         # One ping per server, each opening its own deadline: a slow server spends its
         # own budget, never the next one's.
         for server in queryset:
-            report = connection.test_connection(server)
+            tested = connection.test_connection(server)
+            report = tested.report
             if report.reachable:
                 self.message_user(
                     request, columns.connection_summary(server.identifier, report), messages.SUCCESS
                 )
             else:
-                self.message_user(
-                    request, f"Connection to {server.identifier} failed: {report.error}", messages.ERROR
-                )
+                text = f"Connection to {server.identifier} failed: {report.error}"
+                if tested.needs_reconnect:
+                    text += " It is now marked “needs reconnect”: open the server and press Connect."
+                self.message_user(request, text, messages.ERROR)
 
     @admin.action(description="Import catalogue", permissions=["change"])
     def import_catalogue_action(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:

@@ -22,22 +22,30 @@ def needs_operator(exc: McpTransportError) -> bool:
     return exc.kind == "authorization_required"
 
 
-def observe(server: McpServer, exc: McpTransportError) -> None:
-    """Remember a failure that needs an operator; never raises (a reporting boundary)."""
+def reason_of(exc: McpTransportError) -> str:
+    """Which of ``REASONS`` applies (an untyped authorization_required: not authorized)."""
+    return exc.reason if isinstance(exc, AuthorizationError) else "not_authorized"
+
+
+def observe(server: McpServer, exc: McpTransportError) -> bool:
+    """Remember a failure that needs an operator; True when ``server`` now needs reconnect.
+
+    Never raises (a reporting boundary).
+    """
     if not server.uses_oauth or not needs_operator(exc):
-        return
-    reason = exc.reason if isinstance(exc, AuthorizationError) else "not_authorized"
+        return False
     scopes = exc.scopes if isinstance(exc, AuthorizationError) else ()
     try:
-        DatabaseGrantStore().mark_attention(server.identifier, reason, tuple(scopes))
+        DatabaseGrantStore().mark_attention(server.identifier, reason_of(exc), tuple(scopes))
     except Exception:
         logger.warning("could not mark MCP server %s as needing reconnect", server.identifier, exc_info=True)
+        return False
+    return True
 
 
 def unavailable_text(server: McpServer, tool_name: str, exc: McpTransportError) -> str:
     """The tool result an agent loop gets: unavailable, why, and that retrying will not help."""
-    reason = exc.reason if isinstance(exc, AuthorizationError) else "not_authorized"
-    why = REASONS.get(reason, "its authorization must be renewed")
+    why = REASONS.get(reason_of(exc), "its authorization must be renewed")
     return (
         f'The tool {tool_name!r} of MCP server "{server.name}" ({server.identifier}) is unavailable: '
         f"{why}, and only an operator can reconnect it in the admin. Do not retry it; continue without it."

@@ -255,24 +255,14 @@ def _revoke(server: McpServer, grant: Any) -> tuple[bool, str]:
         # The refresh token first: revoking it ends the whole grant (RFC 7009 §2.1).
         for token, hint in ((grant.refresh_token, "refresh_token"), (grant.access_token, "access_token")):
             if token:
-                status = _revocation_status(
-                    legs, endpoint, {"token": token, "token_type_hint": hint, **auth_form}, headers
-                )
+                # RFC 7009 §2.2: success is HTTP 200 and the body means nothing.
+                form = {"token": token, "token_type_hint": hint, **auth_form}
+                status = legs.post_form(
+                    endpoint, "revocation endpoint", form, headers, expect_json=False
+                ).status
                 if status != 200:
                     return False, f"the authorization server refused revocation (HTTP {status})"
     return True, ""
-
-
-def _revocation_status(legs: OAuthLegs, endpoint: str, form: dict[str, str], headers: dict[str, str]) -> int:
-    # RFC 7009 §2.2: success is HTTP 200 and the body means nothing. The OAuth legs read
-    # JSON only and refuse any other 2xx body with "content_type"/"malformed" (raised for
-    # 2xx answers alone), which here is exactly the success answer.
-    try:
-        return legs.post_form(endpoint, "revocation endpoint", form, headers).status
-    except McpTransportError as exc:
-        if exc.kind in ("content_type", "malformed"):
-            return 200
-        raise
 
 
 def _metadata_url(issuer: str) -> str:

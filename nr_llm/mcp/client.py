@@ -105,7 +105,7 @@ class McpClient:
 
     def ping(self, endpoint: Endpoint) -> ConnectionReport:
         """``server/discover`` for a modern server, else the handshake only; a transport
-        failure is a report with ``reachable=False``."""
+        failure is a report with ``reachable=False`` that keeps the error (``failure``)."""
 
         def check(conversation: Conversation) -> tuple[ConnectionReport, int]:
             if isinstance(conversation, ModernConversation):
@@ -126,7 +126,7 @@ class McpClient:
         try:
             report = self._operate(endpoint, check, opens=False)
         except McpTransportError as exc:
-            return ConnectionReport(reachable=False, error=str(exc))
+            return ConnectionReport(reachable=False, error=str(exc), failure=exc)
         return report
 
     def list_tools(

@@ -8,14 +8,17 @@ import time
 
 import pytest
 from django.test import override_settings
+from django.urls import reverse
 
 from nr_llm import tools
 from nr_llm.authorization.store import DatabaseGrantStore
 from nr_llm.catalogue import import_catalogue
 from nr_llm.models import McpServer, McpTool, OAuthGrantRecord
+from tests.admin_clients import messages_of, post_action
 from tests.authorization.helpers import SETTINGS, callback_path, oauth_server, operator, press_connect
 from tests.oauth_peers import OAuthPeers
 
+CHANGELIST = reverse("admin:nr_llm_mcpserver_changelist")
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("settings_for_oauth")]
 
 
@@ -79,3 +82,43 @@ def test_a_refused_refresh_makes_the_tool_unavailable_and_the_server_need_reconn
     assert OAuthGrantRecord.objects.get(server=server).attention_reason == "refresh_refused"
     assert grant.refresh_token is not None and grant.refresh_token not in result.text
     assert grant.access_token not in result.text
+
+
+def test_test_connection_on_a_revoked_grant_marks_the_server_needs_reconnect(oauth_peers: OAuthPeers) -> None:
+    """The grant revoked at the AS while a copy is still stored: Test connection's ping gets a 401,
+    its refresh is refused, and the admin says so; the changelist row reads "needs reconnect"."""
+    server = _connected(oauth_peers)
+    store = DatabaseGrantStore()
+    grant = store.load(server.identifier)
+    assert grant is not None and grant.refresh_token is not None
+    operator("revoker").post(f"/admin/nr_llm/mcpserver/{server.pk}/oauth/disconnect/")
+    # Unexpired as far as the client knows: the 401 of the revoked token is what sends it to refresh.
+    store.save(server.identifier, grant)
+    before = oauth_peers.auth.token_requests("refresh_token")
+    client = operator("tester")
+    [(level, text)] = messages_of(post_action(client, CHANGELIST, "test_connection_action", [server]))
+    assert level == "error"
+    assert text.startswith("Connection to protected failed: "), text
+    assert "refused to renew the grant" in text, text
+    assert text.endswith("It is now marked “needs reconnect”: open the server and press Connect."), text
+    assert oauth_peers.auth.token_requests("refresh_token") == before + 1
+    assert OAuthGrantRecord.objects.get(server=server).attention_reason == "refresh_refused"
+    page = client.get(CHANGELIST).content.decode()
+    assert "needs reconnect: the authorization server refused to renew the grant" in page
+    for secret in (grant.access_token, grant.refresh_token):
+        assert secret not in text and secret not in page
+
+
+def test_test_connection_on_a_working_grant_succeeds_and_marks_nothing(oauth_peers: OAuthPeers) -> None:
+    """A connected server answers Test connection with the stored token: success, no refresh, and
+    the row stays "connected until …" with no attention reason."""
+    server = _connected(oauth_peers)
+    client = operator("tester")
+    before = oauth_peers.auth.token_requests("refresh_token")
+    [(level, text)] = messages_of(post_action(client, CHANGELIST, "test_connection_action", [server]))
+    assert (level, text.split(":")[0]) == ("success", "Connection to protected"), text
+    assert "needs reconnect" not in text
+    assert oauth_peers.auth.token_requests("refresh_token") == before
+    assert OAuthGrantRecord.objects.get(server=server).attention_reason == ""
+    page = client.get(CHANGELIST).content.decode()
+    assert "connected until" in page and "needs reconnect" not in page

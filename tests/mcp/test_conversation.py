@@ -88,6 +88,7 @@ def test_ping_is_the_handshake_only(mock, clock) -> None:
     report = McpClient(allow_private_networks=True, clock=clock).ping(_endpoint())
     assert server.methods == ["initialize", "notifications/initialized", "DELETE"]
     assert (report.reachable, report.protocol_version, report.server_name) == (True, "2025-11-25", "scripted")
+    assert (report.error_kind, report.failure) == ("", None)
 
 
 def test_a_delete_refused_with_405_or_failing_leaves_the_answer_standing(mock, clock) -> None:
@@ -192,6 +193,20 @@ def test_ping_never_raises_for_a_transport_failure(mock, clock) -> None:
     report = McpClient(allow_private_networks=True, clock=clock).ping(_endpoint())
     assert report.reachable is False and "HTTP 500" in report.error and "'demo'" in report.error
     assert report.latency_ms is None
+
+
+def test_a_failed_ping_keeps_the_error_and_its_kind_out_of_repr_and_equality(mock, clock) -> None:
+    """The report carries the failure (kind status, HTTP 500) for a caller that acts on it; repr and
+    == are the report's values only, so two reports of one failure still compare equal."""
+    server = ScriptedServer(clock, overrides={"initialize": (500, {}, "")})
+    server.install(mock)
+    client = McpClient(allow_private_networks=True, clock=clock)
+    report = client.ping(_endpoint())
+    assert report.error_kind == "status"
+    assert report.failure is not None and report.failure.http_status == 500
+    assert "failure" not in repr(report) and "McpTransportError" not in repr(report)
+    again = client.ping(_endpoint())
+    assert again == report and again.failure is not report.failure
 
 
 def test_ping_cleans_and_clips_the_servers_name_and_version(mock, clock) -> None:

@@ -114,10 +114,20 @@ class OAuthLegs:
     def get(self, url: str, what: str) -> Answer:
         return self._leg("GET", url, what, None, {})
 
-    def post_form(self, url: str, what: str, form: Mapping[str, str], headers: Mapping[str, str]) -> Answer:
+    def post_form(
+        self,
+        url: str,
+        what: str,
+        form: Mapping[str, str],
+        headers: Mapping[str, str],
+        *,
+        expect_json: bool = True,
+    ) -> Answer:
+        """``expect_json=False`` for an endpoint whose success is its status alone (RFC 7009
+        revocation): a 2xx body that is not a JSON object is then no error (``body`` None)."""
         body = "&".join(f"{_quote(k)}={_quote(v)}" for k, v in form.items()).encode()
         head = {"Content-Type": "application/x-www-form-urlencoded", **headers}
-        return self._leg("POST", url, what, body, head)
+        return self._leg("POST", url, what, body, head, expect_json=expect_json)
 
     def post_json(
         self, url: str, what: str, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
@@ -126,7 +136,14 @@ class OAuthLegs:
         return self._leg("POST", url, what, body, {"Content-Type": "application/json", **(headers or {})})
 
     def _leg(
-        self, method: str, url: str, what: str, body: bytes | None, headers: Mapping[str, str]
+        self,
+        method: str,
+        url: str,
+        what: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        *,
+        expect_json: bool = True,
     ) -> Answer:
         url = vet_url(url, self.server, what, allow_private_networks=self.allow_private_networks)
         addresses = self._vetted(url, what)
@@ -150,7 +167,7 @@ class OAuthLegs:
                     stream=True,
                 )
                 try:
-                    return self._answer(response, what, watchdog, wall_seconds)
+                    return self._answer(response, what, watchdog, wall_seconds, expect_json)
                 finally:
                     response.close()
             except McpTransportError as exc:
@@ -218,7 +235,12 @@ class OAuthLegs:
         return self._session
 
     def _answer(
-        self, response: requests.Response, what: str, watchdog: LegWatchdog, seconds: float
+        self,
+        response: requests.Response,
+        what: str,
+        watchdog: LegWatchdog,
+        seconds: float,
+        expect_json: bool,
     ) -> Answer:
         status = response.status_code
         if 300 <= status < 400:
@@ -230,8 +252,10 @@ class OAuthLegs:
             )
         media = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
         is_json = media == "application/json" or media.endswith("+json")
+        # A success must be a JSON object where the caller reads one; an error answer never must.
+        strict = expect_json and 200 <= status < 300
         if not is_json:
-            if 200 <= status < 300:
+            if strict:
                 raise McpTransportError(
                     "content_type",
                     self.server,
@@ -245,7 +269,7 @@ class OAuthLegs:
         except (ValueError, RecursionError):
             decoded = None
         if not isinstance(decoded, dict):
-            if 200 <= status < 300:
+            if strict:
                 raise McpTransportError(
                     "malformed", self.server, f"MCP server {self.server!r}: its {what} sent no JSON object."
                 )

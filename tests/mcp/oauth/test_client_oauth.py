@@ -132,6 +132,25 @@ def test_never_authorized_costs_one_mcp_leg_and_names_the_scopes(world, wall, se
     assert _legs(world) == ["/mcp"]
 
 
+def test_a_ping_whose_refresh_is_refused_reports_authorization_required_and_its_reason(
+    world, wall, server
+) -> None:
+    """ping never raises: the refused refresh (invalid_grant) is a report of kind
+    authorization_required whose failure names the reason (no scopes to add); no MCP leg."""
+    store = MemoryGrantStore()
+    store.save("demo", _grant(wall, lifetime=-5))
+    world.serve_token_endpoint()
+    world.token_answers.append((400, {"error": "invalid_grant"}))
+    endpoint = Endpoint(identifier="demo", url=URL, oauth=OAuthSettings(ClientConfig(), store))
+    report = McpClient(allow_private_networks=True, clock=world.clock, wall=wall).ping(endpoint)
+    assert (report.reachable, report.error_kind) == (False, "authorization_required")
+    failure = report.failure
+    assert isinstance(failure, AuthorizationError)
+    assert (failure.reason, failure.scopes) == ("refresh_refused", ())
+    assert "stored-refresh" not in report.error and "stored-refresh" not in repr(report)
+    assert _legs(world) == ["AS/token"]
+
+
 def test_first_client_credentials_authorization(world, wall, server) -> None:
     """Client credentials from nothing: 401, PRM, AS metadata, token, then the MCP legs; the secret
     goes to the token endpoint only and the token to the MCP URL only."""

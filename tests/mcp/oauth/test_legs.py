@@ -98,6 +98,42 @@ def test_an_error_answer_that_is_not_json_is_returned_as_a_status(world: World, 
     assert (answer.status, answer.body) == (404, None)
 
 
+def test_a_status_only_form_post_accepts_any_success_body_but_still_refuses_a_redirect(
+    world: World, deadline
+) -> None:
+    """expect_json=False (revocation, RFC 7009): an empty text/html 200 and a JSON array are
+    answers with body None, a JSON object is still read; a 302 is still an error. The same 200
+    without it is content_type, as for every other leg."""
+    revoke = "http://192.0.2.1/revoke"
+    world.mock.add("POST", revoke, body="", content_type="text/html")
+    world.mock.add("POST", revoke, body="[1]", content_type="application/json")
+    world.mock.add(
+        "POST",
+        revoke,
+        status=400,
+        body='{"error": "unsupported_token_type"}',
+        content_type="application/json",
+    )
+    world.mock.add("POST", revoke, status=302, headers={"Location": "https://192.0.2.9/x"})
+    world.mock.add("POST", revoke, body="", content_type="text/html")
+    legs = legs_for(deadline)
+
+    def post(expect_json: bool = False):
+        return legs.post_form(revoke, "revocation endpoint", {"token": "t"}, {}, expect_json=expect_json)
+
+    answers = [post(), post(), post()]
+    assert [(answer.status, answer.body) for answer in answers] == [
+        (200, None),
+        (200, None),
+        (400, {"error": "unsupported_token_type"}),
+    ]
+    with pytest.raises(McpTransportError) as redirect:
+        post()
+    with pytest.raises(McpTransportError) as strict:
+        post(expect_json=True)
+    assert (redirect.value.kind, strict.value.kind) == ("redirect", "content_type")
+
+
 def test_every_leg_is_granted_from_the_operation_deadline(world: World, deadline) -> None:
     """Legs spend one budget: with 20 s and 6 s per leg the grants are 20, 14, 8, 2; the fifth is not sent."""
     world.seconds_per_leg = 6
