@@ -131,9 +131,13 @@ class AuthorizationServer:
         when the server answers anything else (e.g. an error page for a bad request).
         """
         if session is not None:
-            return _approve(self, session, authorization_url, allow=allow)
+            return sign_in_and_consent(
+                session, authorization_url, self.login_url, self.username, self.password, allow=allow
+            )
         with requests.Session() as browser:
-            return _approve(self, browser, authorization_url, allow=allow)
+            return sign_in_and_consent(
+                browser, authorization_url, self.login_url, self.username, self.password, allow=allow
+            )
 
     def register_client(
         self,
@@ -383,16 +387,27 @@ def _fields(form: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _approve(
-    auth: AuthorizationServer, browser: requests.Session, authorization_url: str, *, allow: bool
+def sign_in_and_consent(
+    browser: requests.Session,
+    authorization_url: str,
+    login_url: str,
+    username: str,
+    password: str,
+    *,
+    allow: bool = True,
 ) -> str:
+    """The user's part at the authorization-server peer: sign in at ``login_url`` when asked, then
+    answer the consent page; returns the Location it redirects to, without following it.
+
+    Apart from ``AuthorizationServer.approve`` for a peer the tests did not start (make demo's).
+    """
     # No redirect is followed blindly: the last one goes to the client's redirect URI, where
     # nothing may listen, and its Location is what the caller wants.
     page = browser.get(authorization_url, allow_redirects=False, timeout=REQUEST_SECONDS)
-    if page.is_redirect and urljoin(page.url, page.headers["Location"]).startswith(auth.login_url):
+    if page.is_redirect and urljoin(page.url, page.headers["Location"]).startswith(login_url):
         login_page = browser.get(urljoin(page.url, page.headers["Location"]), timeout=REQUEST_SECONDS)
         login = _form(login_page.text, "loginForm")
-        data = {**_fields(login), "username": auth.username, "password": auth.password}
+        data = {**_fields(login), "username": username, "password": password}
         signed_in = browser.post(
             urljoin(login_page.url, login["action"]),
             data=data,
