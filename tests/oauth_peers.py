@@ -369,7 +369,7 @@ class _Forms(HTMLParser):
             self.forms[-1]["inputs"].append(values)
 
 
-def _form(html: str, form_id: str) -> dict[str, Any]:
+def page_form(html: str, form_id: str) -> dict[str, Any]:
     parser = _Forms()
     parser.feed(html)
     for form in parser.forms:
@@ -378,7 +378,7 @@ def _form(html: str, form_id: str) -> dict[str, Any]:
     raise AssertionError(f"no form #{form_id} on the page: {html[:2000]}")
 
 
-def _fields(form: dict[str, Any]) -> dict[str, str]:
+def form_fields(form: dict[str, Any]) -> dict[str, str]:
     # Hidden and text fields as the page filled them; submit buttons are added by the caller.
     return {
         str(field["name"]): str(field.get("value") or "")
@@ -406,8 +406,8 @@ def sign_in_and_consent(
     page = browser.get(authorization_url, allow_redirects=False, timeout=REQUEST_SECONDS)
     if page.is_redirect and urljoin(page.url, page.headers["Location"]).startswith(login_url):
         login_page = browser.get(urljoin(page.url, page.headers["Location"]), timeout=REQUEST_SECONDS)
-        login = _form(login_page.text, "loginForm")
-        data = {**_fields(login), "username": username, "password": password}
+        login = page_form(login_page.text, "loginForm")
+        data = {**form_fields(login), "username": username, "password": password}
         signed_in = browser.post(
             urljoin(login_page.url, login["action"]),
             data=data,
@@ -424,8 +424,8 @@ def sign_in_and_consent(
         return str(page.headers["Location"])
     if page.status_code != 200 or "authorizationForm" not in page.text:
         raise AssertionError(f"no consent page (HTTP {page.status_code}): {page.text[:2000]}")
-    consent = _form(page.text, "authorizationForm")
-    data = _fields(consent)
+    consent = page_form(page.text, "authorizationForm")
+    data = form_fields(consent)
     if allow:
         data["allow"] = "Authorize"
     answer = browser.post(
