@@ -169,10 +169,10 @@ def _read_banner(make: subprocess.Popen[bytes], console: Path) -> str:
 
 
 @contextlib.contextmanager
-def running_demo(var_dir: Path) -> Iterator[Demo]:
+def running_demo(var_dir: Path, ports: tuple[int, ...] | None = None) -> Iterator[Demo]:
     """``make demo`` in a session of its own (as a terminal's job is), killed with its whole
-    tree afterwards whatever the test did."""
-    site_port, mcp_port, auth_port, protected_mcp_port = free_ports(4)
+    tree afterwards whatever the test did; on ``ports`` (a Demo's, to run it again) or free ones."""
+    site_port, mcp_port, auth_port, protected_mcp_port = ports or free_ports(4)
     console = var_dir / f"console-{site_port}.log"
     with console.open("wb") as sink:
         make = subprocess.Popen(

@@ -172,65 +172,96 @@ def _post(browser: requests.Session, url: str, data: dict[str, str]) -> requests
     )
 
 
+def protected_server(demo: Demo) -> dict[str, object]:
+    """The seeded 'protected' row, as the demo's database holds it."""
+    fields = (
+        "id",
+        "url",
+        "auth_placement",
+        "oauth_registration",
+        "oauth_client_id",
+        "oauth_scopes",
+        "enabled",
+    )
+    with contextlib.closing(demo_database(demo)) as database:
+        row = database.execute(
+            f"SELECT {', '.join(fields)} FROM nr_llm_mcpserver WHERE identifier = 'protected'"
+        ).fetchone()
+    return dict(zip(fields, row, strict=True))
+
+
+def connect_protected(demo: Demo, browser: requests.Session) -> str:
+    """Sign in to the admin with the banner's login, press Connect on 'protected', sign in and
+    consent at the authorization server as the banner's operator; returns the page the callback
+    lands on (the server's change page)."""
+    site = f"http://127.0.0.1:{demo.site_port}"
+    issuer = f"http://127.0.0.1:{demo.auth_port}"
+    admin, _, admin_password = demo.banner_value("login:").partition(" / ")
+    operator, _, operator_password = demo.banner_value("its login:").partition(" / ")
+    pk = protected_server(demo)["id"]
+    change_page = f"{site}/admin/nr_llm/mcpserver/{pk}/change/"
+    signed_in = _post(
+        browser, f"{site}/admin/login/", {"username": admin, "password": admin_password, "next": "/admin/"}
+    )
+    assert signed_in.status_code == 302, signed_in.text[:2000]
+    page = browser.get(change_page, timeout=REQUEST_SECONDS)
+    # The redirect URI the page tells an operator to register is the one the AS was seeded with.
+    assert f"{site}/admin/nr_llm/mcpserver/oauth/callback/" in page.text
+    # The Connect button submits the change form to its own formaction.
+    form = page_form(page.text, "mcpserver_form")
+    connect = browser.post(
+        f"{site}/admin/nr_llm/mcpserver/{pk}/oauth/connect/",
+        data={"csrfmiddlewaretoken": form_fields(form)["csrfmiddlewaretoken"]},
+        headers={"Referer": change_page},
+        allow_redirects=False,
+        timeout=REQUEST_SECONDS,
+    )
+    assert connect.status_code == 302, connect.text[:2000]
+    assert connect.headers["Location"].startswith(f"{issuer}/authorize/?")
+    callback = sign_in_and_consent(
+        browser, connect.headers["Location"], f"{issuer}/accounts/login/", operator, operator_password
+    )
+    assert callback.startswith(f"{site}/admin/nr_llm/mcpserver/oauth/callback/?")
+    back = browser.get(callback, timeout=REQUEST_SECONDS)
+    assert back.url == change_page
+    return back.text
+
+
+def import_protected(demo: Demo) -> subprocess.CompletedProcess[str]:
+    """The banner's manage.py line, for the protected server."""
+    return users_shell(demo.banner_value("manage.py:").replace("mcp_import demo", "mcp_import protected"))
+
+
 def test_a_newcomer_connects_the_protected_server_imports_it_and_tries_a_tool(demo: Demo) -> None:
     """The banner's path over HTTP as a browser walks it: admin login, Connect on the seeded
     'protected' server, the authorization server's sign-in (the banner's operator) and consent,
     back at the callback "Connected", then the banner's manage.py line imports the server's
     tools and the admin's Try tool calls one with the operator's token."""
     site = f"http://127.0.0.1:{demo.site_port}"
-    issuer = f"http://127.0.0.1:{demo.auth_port}"
     assert demo.banner_value("OAuth MCP server:") == (
         f"http://127.0.0.1:{demo.protected_mcp_port}/mcp (seeded as 'protected')"
     )
-    assert demo.banner_value("authorization srv:").startswith(f"{issuer}/ ")
-    operator, _, operator_password = demo.banner_value("its login:").partition(" / ")
-    admin, _, admin_password = demo.banner_value("login:").partition(" / ")
-    with contextlib.closing(demo_database(demo)) as database:
-        (pk, url, placement, registration, client_id, scopes, enabled) = database.execute(
-            "SELECT id, url, auth_placement, oauth_registration, oauth_client_id, oauth_scopes, enabled"
-            " FROM nr_llm_mcpserver WHERE identifier = 'protected'"
-        ).fetchone()
-    assert (url, placement, registration, scopes, enabled) == (
-        f"http://127.0.0.1:{demo.protected_mcp_port}/mcp",
-        "oauth",
-        "preregistered",
-        "mcp:tools",
-        1,
+    assert demo.banner_value("authorization srv:").startswith(f"http://127.0.0.1:{demo.auth_port}/ ")
+    operator = demo.banner_value("its login:").partition(" / ")[0]
+    server = protected_server(demo)
+    assert {key: value for key, value in server.items() if key != "id"} == {
+        "url": f"http://127.0.0.1:{demo.protected_mcp_port}/mcp",
+        "auth_placement": "oauth",
+        "oauth_registration": "preregistered",
+        "oauth_client_id": "nr-llm-demo",
+        "oauth_scopes": "mcp:tools",
+        "enabled": 1,
+    }
+    assert demo.banner_value("try OAuth:") == (
+        f"open {site}/admin/nr_llm/mcpserver/{server['id']}/change/ and click Connect"
     )
-    change_page = f"{site}/admin/nr_llm/mcpserver/{pk}/change/"
-    assert demo.banner_value("try OAuth:") == f"open {change_page} and click Connect"
 
     # One session for both sites, as one browser: their cookies have different names.
     with requests.Session() as browser:
-        signed_in = _post(
-            browser,
-            f"{site}/admin/login/",
-            {"username": admin, "password": admin_password, "next": "/admin/"},
-        )
-        assert signed_in.status_code == 302, signed_in.text[:2000]
-        page = browser.get(change_page, timeout=REQUEST_SECONDS)
-        # The redirect URI the page tells an operator to register is the one the AS has.
-        assert f"{site}/admin/nr_llm/mcpserver/oauth/callback/" in page.text
-        # The Connect button submits the change form to its own formaction.
-        form = page_form(page.text, "mcpserver_form")
-        connect = browser.post(
-            f"{site}/admin/nr_llm/mcpserver/{pk}/oauth/connect/",
-            data={"csrfmiddlewaretoken": form_fields(form)["csrfmiddlewaretoken"]},
-            headers={"Referer": change_page},
-            allow_redirects=False,
-            timeout=REQUEST_SECONDS,
-        )
-        assert connect.status_code == 302, connect.text[:2000]
-        assert connect.headers["Location"].startswith(f"{issuer}/authorize/?")
-        callback = sign_in_and_consent(
-            browser, connect.headers["Location"], f"{issuer}/accounts/login/", operator, operator_password
-        )
-        assert callback.startswith(f"{site}/admin/nr_llm/mcpserver/oauth/callback/?")
-        back = browser.get(callback, timeout=REQUEST_SECONDS)
-        assert back.url == change_page
-        assert f"Connected protected: scopes {scopes}, expires " in back.text, back.text[:3000]
+        page = connect_protected(demo, browser)
+        assert "Connected protected: scopes mcp:tools, expires " in page, page[:3000]
 
-        done = users_shell(demo.banner_value("manage.py:").replace("mcp_import demo", "mcp_import protected"))
+        done = import_protected(demo)
         assert done.returncode == 0, done.stderr
         assert "protected: 3 imported, 0 skipped, 0 orphaned" in done.stdout
         assert tool_names(demo, "protected") == {"whoami", "echo", "admin_report"}
@@ -256,3 +287,23 @@ def test_a_newcomer_connects_the_protected_server_imports_it_and_tries_a_tool(de
         # whoami reports the token: nr_llm's pre-registered client, acting for the operator.
         result = tried.text.split('id="try-tool-text">', 1)[1].split("</pre>", 1)[0]
         assert "nr-llm-demo" in result and operator in result, result
+
+
+def test_a_second_make_demo_keeps_its_secrets_and_needs_only_a_reconnect(tmp_path: Path) -> None:
+    """`make demo` twice on one var folder and its ports: the kept secrets still match between the
+    rebuilt authorization server and the server row, the first run's grant (its tokens gone with
+    the old authorization server) is refused with "reconnect", and one Connect makes the import
+    work again."""
+    with running_demo(tmp_path) as first, requests.Session() as browser:
+        assert "Connected protected: " in connect_protected(first, browser)
+        assert import_protected(first).returncode == 0
+    with running_demo(tmp_path, first.ports) as second:
+        assert second.banner_value("its login:") == first.banner_value("its login:")
+        stale = import_protected(second)
+        assert stale.returncode == 1
+        assert "reconnect" in stale.stdout, stale.stdout
+        with requests.Session() as browser:
+            assert "Connected protected: " in connect_protected(second, browser)
+        done = import_protected(second)
+        assert done.returncode == 0, done.stderr
+        assert "protected: 3 imported, 0 skipped, 0 orphaned" in done.stdout
