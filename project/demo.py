@@ -305,8 +305,16 @@ def _write_oauth_seed(config: DemoConfig, oauth: OAuthSecrets, callback: str) ->
     _write_private(config.oauth_dir / "seed.json", json.dumps(seed, indent=2) + "\n")
 
 
-def _commands(config: DemoConfig, oauth: OAuthSecrets) -> list[tuple[list[str], dict[str, str]]]:
-    """Each child's command line and the environment it adds, in the order of config.ports."""
+@dataclasses.dataclass(frozen=True)
+class Child:
+    command: list[str]
+    env: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)  # added to ours
+    # The test peers print only a "PORT <n>" line on stdout, for the tests that start them.
+    quiet: bool = False
+
+
+def _commands(config: DemoConfig, oauth: OAuthSecrets) -> list[Child]:
+    """Each child to start, in the order of config.ports."""
     # The OAuth test peers, as they are: django-oauth-toolkit under gunicorn, and the SDK's
     # MCP server checking each token by introspection. Secrets go by environment, never by
     # command line (which every local user can read).
@@ -358,10 +366,12 @@ def _commands(config: DemoConfig, oauth: OAuthSecrets) -> list[tuple[list[str], 
         str(GRACE_SECONDS),
     ]
     return [
-        (authorization_server, {"OAUTH_PEER_SECRET_KEY": oauth.secret_key}),
-        (protected_mcp_server, {"OAUTH_MCP_INTROSPECTION_SECRET": oauth.resource_server_secret}),
-        (mcp_server, {}),
-        (site, {}),
+        Child(authorization_server, {"OAUTH_PEER_SECRET_KEY": oauth.secret_key}, quiet=True),
+        Child(
+            protected_mcp_server, {"OAUTH_MCP_INTROSPECTION_SECRET": oauth.resource_server_secret}, quiet=True
+        ),
+        Child(mcp_server),
+        Child(site),
     ]
 
 
@@ -414,16 +424,15 @@ def _serve(
     """Start the children; return the one that exited, or None on a stop signal."""
     ports = list(config.ports.values())
     # All at once, then each waited for: they need one another only once a request comes.
-    for command, extra_env in _commands(config, oauth):
+    for spec in _commands(config, oauth):
         # A session of its own: a terminal's Ctrl-C or hang-up reaches only this process,
-        # which stops each child once and in order. The peers' stdout is only their
-        # "PORT <n>" line, for the tests that start them.
+        # which stops each child once and in order.
         child = subprocess.Popen(
-            command,
+            spec.command,
             cwd=BASE_DIR,
             start_new_session=True,
-            env={**os.environ, **extra_env},
-            stdout=subprocess.DEVNULL if command[2].startswith("tests.peers.") else None,
+            env={**os.environ, **spec.env},
+            stdout=subprocess.DEVNULL if spec.quiet else None,
         )
         children.append(child)
         if stop.received is not None:
@@ -447,9 +456,7 @@ def main() -> None:
         raise SystemExit(f"the demo needs four different ports: {config.ports}")
     for name, port in config.ports.items():
         if _port_open(port):
-            raise SystemExit(
-                f"127.0.0.1:{port} is in use; set {name} (or {', '.join(config.ports)}) to free ports."
-            )
+            raise SystemExit(f"127.0.0.1:{port} is in use; set {name} to a free port.")
     environment = demo_environment(config)
     os.environ.update(environment)
     os.environ["DJANGO_SETTINGS_MODULE"] = "project.settings"
