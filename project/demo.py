@@ -280,7 +280,9 @@ def _write_oauth_seed(config: DemoConfig, oauth: OAuthSecrets, callback: str) ->
     follows DEMO_SITE_PORT. A grant stored by an earlier run names tokens gone with it: the
     server then shows "needs reconnect", and Connect makes a new one.
     """
-    config.oauth_dir.mkdir(exist_ok=True)
+    # Owner only: the SQLite file holds the operator's password hash and the clients'.
+    config.oauth_dir.mkdir(mode=0o700, exist_ok=True)
+    config.oauth_dir.chmod(0o700)
     for name in ("oauth.sqlite3", "oauth.sqlite3-wal", "oauth.sqlite3-shm", "requests.jsonl"):
         (config.oauth_dir / name).unlink(missing_ok=True)
     seed = {
