@@ -115,6 +115,22 @@ def test_the_env_file_holds_what_manage_py_needs_and_only_its_owner_reads_it(dem
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
+def test_the_oauth_secrets_are_kept_where_only_their_owner_reads_them(demo: Demo) -> None:
+    """The authorization server's secrets are made once in the var folder, owner-only, like the
+    admin's password; its folder (database, seed.json) is the owner's only."""
+    var_dir = env_file_of(demo).parent
+    for name in ("operator-password", "client-secret", "resource-server-secret", "secret-key"):
+        kept = var_dir / f"demo-oauth-{name}"
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600, kept
+        assert len(kept.read_text().strip()) >= 16
+    assert stat.S_IMODE((var_dir / "oauth").stat().st_mode) == 0o700
+    assert stat.S_IMODE((var_dir / "oauth" / "seed.json").stat().st_mode) == 0o600
+    assert (
+        demo.banner_value("its login:")
+        == f"operator / {(var_dir / 'demo-oauth-operator-password').read_text()}"
+    )
+
+
 def _send(demo: Demo, method: str, path: str, rid: str, pieces: list[bytes] | None) -> int:
     connection = http.client.HTTPConnection("127.0.0.1", demo.site_port, timeout=WAIT_SECONDS)
     try:
