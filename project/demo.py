@@ -1,4 +1,9 @@
-"""`make demo`: migrate, seed an admin and a demo MCP server, and serve the site.
+"""`make demo`: migrate, seed an admin and two demo MCP servers, and serve the site.
+
+Besides the site (gunicorn) and a demo MCP server, it starts an OAuth-protected MCP server
+and its authorization server (the OAuth test peers, tests/peers/README.md), seeded as the
+server "protected" with a pre-registered client: Connect on its admin page, sign in at the
+authorization server as the printed operator, and its tools can be imported and tried.
 
 Every child runs in a session of its own, so a signal meant for the demo reaches only
 this process, which then stops each child's whole process group once and cleanly:
@@ -8,14 +13,16 @@ SIGTERM on to its recipe) and SIGHUP (a closed terminal) all end with no child l
 The site's environment is written to ``var/demo.env``; ``ENV_FILE=var/demo.env`` in front
 of any ``manage.py`` command runs it against the demo (project/settings.py reads it).
 
-Environment: ``DEMO_SITE_PORT`` (8000), ``DEMO_MCP_PORT`` (8765), ``DEMO_VAR_DIR`` (var/),
-``DATABASE_URL`` (SQLite in the var folder when unset).
+Environment: ``DEMO_SITE_PORT`` (8000), ``DEMO_MCP_PORT`` (8765), ``DEMO_AUTH_PORT`` (8766),
+``DEMO_PROTECTED_MCP_PORT`` (8767), ``DEMO_VAR_DIR`` (var/), ``DATABASE_URL`` (SQLite in the
+var folder when unset).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import secrets
 import shlex
@@ -34,12 +41,19 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 GRACE_SECONDS = 3
 STOP_WAIT_SECONDS = 10.0
 POLL_SECONDS = 0.2
+# The authorization server's seeded user and clients. Ids are not secrets; every secret is
+# made once per checkout and kept in the var folder (_kept_token).
+OAUTH_OPERATOR = "operator"
+OAUTH_CLIENT_ID = "nr-llm-demo"
+OAUTH_RESOURCE_SERVER_CLIENT_ID = "demo-protected-mcp-server"
 
 
 @dataclasses.dataclass(frozen=True)
 class DemoConfig:
     site_port: int
     mcp_port: int
+    auth_port: int
+    protected_mcp_port: int
     var_dir: Path
 
     @classmethod
@@ -47,12 +61,58 @@ class DemoConfig:
         return cls(
             site_port=int(os.environ.get("DEMO_SITE_PORT", "8000")),
             mcp_port=int(os.environ.get("DEMO_MCP_PORT", "8765")),
+            auth_port=int(os.environ.get("DEMO_AUTH_PORT", "8766")),
+            protected_mcp_port=int(os.environ.get("DEMO_PROTECTED_MCP_PORT", "8767")),
             var_dir=Path(os.environ.get("DEMO_VAR_DIR") or BASE_DIR / "var").resolve(),
         )
 
     @property
+    def ports(self) -> dict[str, int]:
+        """Each port by the variable that sets it, in the order the children start."""
+        return {
+            "DEMO_AUTH_PORT": self.auth_port,
+            "DEMO_PROTECTED_MCP_PORT": self.protected_mcp_port,
+            "DEMO_MCP_PORT": self.mcp_port,
+            "DEMO_SITE_PORT": self.site_port,
+        }
+
+    @property
     def env_file(self) -> Path:
         return self.var_dir / "demo.env"
+
+    @property
+    def site_url(self) -> str:
+        return f"http://127.0.0.1:{self.site_port}"
+
+    @property
+    def issuer(self) -> str:
+        return f"http://127.0.0.1:{self.auth_port}"
+
+    @property
+    def protected_mcp_url(self) -> str:
+        return f"http://127.0.0.1:{self.protected_mcp_port}/mcp"
+
+    @property
+    def oauth_dir(self) -> Path:
+        """The authorization server's folder: its seed.json, SQLite file and request log."""
+        return self.var_dir / "oauth"
+
+
+@dataclasses.dataclass(frozen=True)
+class OAuthSecrets:
+    operator_password: str = dataclasses.field(repr=False)
+    client_secret: str = dataclasses.field(repr=False)  # nr_llm's pre-registered client
+    resource_server_secret: str = dataclasses.field(repr=False)  # the MCP server's, for introspection
+    secret_key: str = dataclasses.field(repr=False)  # the authorization server site's SECRET_KEY
+
+    @classmethod
+    def kept(cls, config: DemoConfig) -> OAuthSecrets:
+        return cls(
+            operator_password=_kept_token(config.var_dir / "demo-oauth-operator-password", 12),
+            client_secret=_kept_token(config.var_dir / "demo-oauth-client-secret", 32),
+            resource_server_secret=_kept_token(config.var_dir / "demo-oauth-resource-server-secret", 32),
+            secret_key=_kept_token(config.var_dir / "demo-oauth-secret-key", 40),
+        )
 
 
 class StopSignals:
@@ -127,6 +187,8 @@ def demo_environment(config: DemoConfig) -> dict[str, str]:
         "DATABASE_URL": database,
         # The demo MCP server is on loopback, which nr_llm refuses unless told otherwise.
         "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS": "true",
+        # The OAuth redirect URI is built on it (nr_llm.authorization.service.redirect_uri).
+        "NR_LLM_PUBLIC_BASE_URL": config.site_url,
     }
 
 
@@ -146,21 +208,24 @@ def _shown(path: Path) -> str:
     return str(path)
 
 
-def manage_line(config: DemoConfig, command: str = "mcp_import --all") -> str:
+def manage_line(config: DemoConfig, command: str = "mcp_import demo") -> str:
     env_file = shlex.quote(_shown(config.env_file))
     python = shlex.quote(_shown(Path(sys.executable)))
     manage = shlex.quote(_shown(BASE_DIR / "manage.py"))
     return f"ENV_FILE={env_file} {python} {manage} {command}"
 
 
-def _seed(config: DemoConfig) -> str:
+def _seed(config: DemoConfig, oauth: OAuthSecrets) -> tuple[str, int]:
+    """Migrate and seed; returns the admin's password and the protected server's pk."""
     import django
 
     django.setup()
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from nr_llm.models import DataClass, McpServer
+    from nr_llm import credentials
+    from nr_llm.authorization.service import redirect_uri
+    from nr_llm.models import AuthPlacement, DataClass, McpServer, OAuthGrantType, OAuthRegistration
 
     call_command("migrate", verbosity=0)
     password = _kept_token(config.var_dir / "demo-admin-password", 12)
@@ -181,10 +246,102 @@ def _seed(config: DemoConfig) -> str:
             "enabled": True,
         },
     )
-    return password
+    # The client is pre-registered with the kept secret, in the authorization server (seeded
+    # below at every start) and here alike, so a second `make demo` finds them still matching.
+    protected, _ = McpServer.objects.update_or_create(
+        identifier="protected",
+        defaults={
+            "name": "Demo OAuth-protected MCP server",
+            "description": (
+                "The official Python MCP SDK behind OAuth 2.1 (django-oauth-toolkit), started by "
+                "`make demo` on 127.0.0.1. Connect, sign in as the operator the banner names, then "
+                "import its tools."
+            ),
+            "url": config.protected_mcp_url,
+            "auth_placement": AuthPlacement.OAUTH,
+            "oauth_grant_type": OAuthGrantType.AUTHORIZATION_CODE,
+            "oauth_registration": OAuthRegistration.PREREGISTERED,
+            "oauth_client_id": OAUTH_CLIENT_ID,
+            "oauth_client_secret_ciphertext": credentials.encrypt(oauth.client_secret),
+            "oauth_scopes": "mcp:tools",
+            "data_class": DataClass.PUBLIC_CONTENT,
+            "enabled": True,
+        },
+    )
+    # The very URI the server's page shows, so the two cannot disagree.
+    _write_oauth_seed(config, oauth, redirect_uri())
+    return password, protected.pk
 
 
-def _commands(config: DemoConfig) -> list[list[str]]:
+def _write_oauth_seed(config: DemoConfig, oauth: OAuthSecrets, callback: str) -> None:
+    """The authorization server's seed.json (tests/peers/oauth_site/seed.py reads it).
+
+    Its database is rebuilt at every start (the peer seeds a fresh one), so the redirect URI
+    follows DEMO_SITE_PORT. A grant stored by an earlier run names tokens gone with it: the
+    server then shows "needs reconnect", and Connect makes a new one.
+    """
+    # Owner only: the SQLite file holds the operator's password hash and the clients'.
+    config.oauth_dir.mkdir(mode=0o700, exist_ok=True)
+    config.oauth_dir.chmod(0o700)
+    for name in ("oauth.sqlite3", "oauth.sqlite3-wal", "oauth.sqlite3-shm", "requests.jsonl"):
+        (config.oauth_dir / name).unlink(missing_ok=True)
+    seed = {
+        "user": {"username": OAUTH_OPERATOR, "password": oauth.operator_password},
+        "clients": [
+            {
+                "name": "nr-llm demo site",
+                "client_id": OAUTH_CLIENT_ID,
+                "client_secret": oauth.client_secret,
+                "grant_type": "authorization_code",
+                "redirect_uris": [callback],
+            },
+            {
+                "name": "demo protected MCP server",
+                "client_id": OAUTH_RESOURCE_SERVER_CLIENT_ID,
+                "client_secret": oauth.resource_server_secret,
+                "grant_type": "client_credentials",
+                "redirect_uris": [],
+            },
+        ],
+    }
+    _write_private(config.oauth_dir / "seed.json", json.dumps(seed, indent=2) + "\n")
+
+
+@dataclasses.dataclass(frozen=True)
+class Child:
+    command: list[str]
+    env: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)  # added to ours
+    # The test peers print only a "PORT <n>" line on stdout, for the tests that start them.
+    quiet: bool = False
+
+
+def _commands(config: DemoConfig, oauth: OAuthSecrets) -> list[Child]:
+    """Each child to start, in the order of config.ports."""
+    # The OAuth test peers, as they are: django-oauth-toolkit under gunicorn, and the SDK's
+    # MCP server checking each token by introspection. Secrets go by environment, never by
+    # command line (which every local user can read).
+    authorization_server = [
+        sys.executable,
+        "-m",
+        "tests.peers.oauth_server",
+        "--dir",
+        str(config.oauth_dir),
+        "--port",
+        str(config.auth_port),
+    ]
+    protected_mcp_server = [
+        sys.executable,
+        "-m",
+        "tests.peers.oauth_mcp_server",
+        "--issuer",
+        config.issuer,
+        "--introspection-url",
+        f"{config.issuer}/introspect/",
+        "--client-id",
+        OAUTH_RESOURCE_SERVER_CLIENT_ID,
+        "--port",
+        str(config.protected_mcp_port),
+    ]
     mcp_server = [
         sys.executable,
         "-m",
@@ -210,7 +367,14 @@ def _commands(config: DemoConfig) -> list[list[str]]:
         "--graceful-timeout",
         str(GRACE_SECONDS),
     ]
-    return [mcp_server, site]
+    return [
+        Child(authorization_server, {"OAUTH_PEER_SECRET_KEY": oauth.secret_key}, quiet=True),
+        Child(
+            protected_mcp_server, {"OAUTH_MCP_INTROSPECTION_SECRET": oauth.resource_server_secret}, quiet=True
+        ),
+        Child(mcp_server),
+        Child(site),
+    ]
 
 
 def _stop(children: list[subprocess.Popen[bytes]]) -> None:
@@ -233,32 +397,52 @@ def _signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
-def _banner(config: DemoConfig, password: str) -> str:
-    site = f"http://127.0.0.1:{config.site_port}"
+def _banner(config: DemoConfig, password: str, oauth: OAuthSecrets, protected_pk: int) -> str:
+    site = config.site_url
     return (
         "\n"
         f"  nr-llm demo is up:  {site}/admin/\n"
         f"  login:              admin / {password}\n"
         f"  demo MCP server:    http://127.0.0.1:{config.mcp_port}/mcp (seeded as 'demo')\n"
+        f"  OAuth MCP server:   {config.protected_mcp_url} (seeded as 'protected')\n"
+        f"  authorization srv:  {config.issuer}/ (django-oauth-toolkit)\n"
+        f"  its login:          {OAUTH_OPERATOR} / {oauth.operator_password}\n"
+        f"  try OAuth:          open {site}/admin/nr_llm/mcpserver/{protected_pk}/change/ and click Connect\n"
         f"  watch a 499:        curl -m 1 '{site}/demo/slow/?seconds=5'\n"
         f"  manage.py:          {manage_line(config)}\n"
-        f"                      (any manage.py command; the environment is in {_shown(config.env_file)})\n"
+        f"                      (any manage.py command, e.g. mcp_import protected after Connect;\n"
+        f"                      the environment is in {_shown(config.env_file)})\n"
         "  Ctrl-C stops everything.\n"
     )
 
 
 def _serve(
-    config: DemoConfig, password: str, children: list[subprocess.Popen[bytes]], stop: StopSignals
+    config: DemoConfig,
+    banner: str,
+    oauth: OAuthSecrets,
+    children: list[subprocess.Popen[bytes]],
+    stop: StopSignals,
 ) -> subprocess.Popen[bytes] | None:
-    """Start the children in order; return the one that exited, or None on a stop signal."""
-    for command, port in zip(_commands(config), (config.mcp_port, config.site_port), strict=True):
+    """Start the children; return the one that exited, or None on a stop signal."""
+    ports = list(config.ports.values())
+    # All at once, then each waited for: they need one another only once a request comes.
+    for spec in _commands(config, oauth):
         # A session of its own: a terminal's Ctrl-C or hang-up reaches only this process,
         # which stops each child once and in order.
-        child = subprocess.Popen(command, cwd=BASE_DIR, start_new_session=True)
+        child = subprocess.Popen(
+            spec.command,
+            cwd=BASE_DIR,
+            start_new_session=True,
+            env={**os.environ, **spec.env},
+            stdout=subprocess.DEVNULL if spec.quiet else None,
+        )
         children.append(child)
+        if stop.received is not None:
+            return None
+    for child, port in zip(children, ports, strict=True):
         if not _wait_for_port(port, child, stop):
             return child if child.poll() is not None else None
-    print(_banner(config, password), flush=True)
+    print(banner, flush=True)
     while stop.received is None:
         for child in children:
             if child.poll() is not None:
@@ -270,16 +454,19 @@ def _serve(
 def main() -> None:
     config = DemoConfig.from_environ()
     config.var_dir.mkdir(parents=True, exist_ok=True)
-    for port in (config.mcp_port, config.site_port):
+    if len(set(config.ports.values())) != len(config.ports):
+        raise SystemExit(f"the demo needs four different ports: {config.ports}")
+    for name, port in config.ports.items():
         if _port_open(port):
-            raise SystemExit(f"127.0.0.1:{port} is in use; set DEMO_MCP_PORT / DEMO_SITE_PORT to free ports.")
+            raise SystemExit(f"127.0.0.1:{port} is in use; set {name} to a free port.")
     environment = demo_environment(config)
     os.environ.update(environment)
     os.environ["DJANGO_SETTINGS_MODULE"] = "project.settings"
     write_env_file(config, environment)
     # Until a child exists the signals keep their default effect: nothing is left behind.
     try:
-        password = _seed(config)
+        oauth = OAuthSecrets.kept(config)
+        password, protected_pk = _seed(config, oauth)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
 
@@ -287,7 +474,7 @@ def main() -> None:
     stop.install()
     children: list[subprocess.Popen[bytes]] = []
     try:
-        exited = _serve(config, password, children, stop)
+        exited = _serve(config, _banner(config, password, oauth, protected_pk), oauth, children, stop)
     finally:
         stop.ignore()
         _stop(children)

@@ -95,6 +95,7 @@ _NR_LLM_FROM_ENV: dict[str, Any] = {
     "NR_LLM_MCP_ERA_CACHE_SECONDS": env.str,
     "NR_LLM_CREDENTIAL_KEYS": env.list,
     "NR_LLM_REQUEST_EVENTS": env.json,
+    "NR_LLM_PUBLIC_BASE_URL": env.str,
 }
 for _name, _read in _NR_LLM_FROM_ENV.items():
     if _name in env.ENVIRON:

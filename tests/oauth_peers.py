@@ -131,9 +131,13 @@ class AuthorizationServer:
         when the server answers anything else (e.g. an error page for a bad request).
         """
         if session is not None:
-            return _approve(self, session, authorization_url, allow=allow)
+            return sign_in_and_consent(
+                session, authorization_url, self.login_url, self.username, self.password, allow=allow
+            )
         with requests.Session() as browser:
-            return _approve(self, browser, authorization_url, allow=allow)
+            return sign_in_and_consent(
+                browser, authorization_url, self.login_url, self.username, self.password, allow=allow
+            )
 
     def register_client(
         self,
@@ -365,7 +369,7 @@ class _Forms(HTMLParser):
             self.forms[-1]["inputs"].append(values)
 
 
-def _form(html: str, form_id: str) -> dict[str, Any]:
+def page_form(html: str, form_id: str) -> dict[str, Any]:
     parser = _Forms()
     parser.feed(html)
     for form in parser.forms:
@@ -374,7 +378,7 @@ def _form(html: str, form_id: str) -> dict[str, Any]:
     raise AssertionError(f"no form #{form_id} on the page: {html[:2000]}")
 
 
-def _fields(form: dict[str, Any]) -> dict[str, str]:
+def form_fields(form: dict[str, Any]) -> dict[str, str]:
     # Hidden and text fields as the page filled them; submit buttons are added by the caller.
     return {
         str(field["name"]): str(field.get("value") or "")
@@ -383,16 +387,27 @@ def _fields(form: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _approve(
-    auth: AuthorizationServer, browser: requests.Session, authorization_url: str, *, allow: bool
+def sign_in_and_consent(
+    browser: requests.Session,
+    authorization_url: str,
+    login_url: str,
+    username: str,
+    password: str,
+    *,
+    allow: bool = True,
 ) -> str:
+    """The user's part at the authorization-server peer: sign in at ``login_url`` when asked, then
+    answer the consent page; returns the Location it redirects to, without following it.
+
+    Apart from ``AuthorizationServer.approve`` for a peer the tests did not start (make demo's).
+    """
     # No redirect is followed blindly: the last one goes to the client's redirect URI, where
     # nothing may listen, and its Location is what the caller wants.
     page = browser.get(authorization_url, allow_redirects=False, timeout=REQUEST_SECONDS)
-    if page.is_redirect and urljoin(page.url, page.headers["Location"]).startswith(auth.login_url):
+    if page.is_redirect and urljoin(page.url, page.headers["Location"]).startswith(login_url):
         login_page = browser.get(urljoin(page.url, page.headers["Location"]), timeout=REQUEST_SECONDS)
-        login = _form(login_page.text, "loginForm")
-        data = {**_fields(login), "username": auth.username, "password": auth.password}
+        login = page_form(login_page.text, "loginForm")
+        data = {**form_fields(login), "username": username, "password": password}
         signed_in = browser.post(
             urljoin(login_page.url, login["action"]),
             data=data,
@@ -409,8 +424,8 @@ def _approve(
         return str(page.headers["Location"])
     if page.status_code != 200 or "authorizationForm" not in page.text:
         raise AssertionError(f"no consent page (HTTP {page.status_code}): {page.text[:2000]}")
-    consent = _form(page.text, "authorizationForm")
-    data = _fields(consent)
+    consent = page_form(page.text, "authorizationForm")
+    data = form_fields(consent)
     if allow:
         data["allow"] = "Authorize"
     answer = browser.post(

@@ -100,8 +100,14 @@ class Demo:
     make: subprocess.Popen[bytes]
     site_port: int
     mcp_port: int
+    auth_port: int
+    protected_mcp_port: int
     banner: str
     console: Path
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.site_port, self.mcp_port, self.auth_port, self.protected_mcp_port)
 
     def tree(self) -> list[Proc]:
         return descendants(self.make.pid)
@@ -120,13 +126,21 @@ class Demo:
         return self.console.read_text(errors="replace")
 
 
-def demo_env(var_dir: Path, site_port: int, mcp_port: int) -> dict[str, str]:
+def demo_env(
+    var_dir: Path, site_port: int, mcp_port: int, auth_port: int, protected_mcp_port: int
+) -> dict[str, str]:
     env = {
         name: value
         for name, value in os.environ.items()
         if name not in NOT_PASSED_ON and not name.startswith(("MAKE", "MFLAGS", "PYTEST"))
     }
-    env.update(DEMO_VAR_DIR=str(var_dir), DEMO_SITE_PORT=str(site_port), DEMO_MCP_PORT=str(mcp_port))
+    env.update(
+        DEMO_VAR_DIR=str(var_dir),
+        DEMO_SITE_PORT=str(site_port),
+        DEMO_MCP_PORT=str(mcp_port),
+        DEMO_AUTH_PORT=str(auth_port),
+        DEMO_PROTECTED_MCP_PORT=str(protected_mcp_port),
+    )
     return env
 
 
@@ -155,16 +169,16 @@ def _read_banner(make: subprocess.Popen[bytes], console: Path) -> str:
 
 
 @contextlib.contextmanager
-def running_demo(var_dir: Path) -> Iterator[Demo]:
+def running_demo(var_dir: Path, ports: tuple[int, ...] | None = None) -> Iterator[Demo]:
     """``make demo`` in a session of its own (as a terminal's job is), killed with its whole
-    tree afterwards whatever the test did."""
-    site_port, mcp_port = free_ports(2)
+    tree afterwards whatever the test did; on ``ports`` (a Demo's, to run it again) or free ones."""
+    site_port, mcp_port, auth_port, protected_mcp_port = ports or free_ports(4)
     console = var_dir / f"console-{site_port}.log"
     with console.open("wb") as sink:
         make = subprocess.Popen(
             ["make", "--no-print-directory", "demo", *_this_venv()],
             cwd=ROOT,
-            env=demo_env(var_dir, site_port, mcp_port),
+            env=demo_env(var_dir, site_port, mcp_port, auth_port, protected_mcp_port),
             stdout=subprocess.PIPE,
             stderr=sink,
             start_new_session=True,
@@ -172,7 +186,7 @@ def running_demo(var_dir: Path) -> Iterator[Demo]:
     seen: list[Proc] = []
     try:
         banner = _read_banner(make, console)
-        demo = Demo(make, site_port, mcp_port, banner, console)
+        demo = Demo(make, site_port, mcp_port, auth_port, protected_mcp_port, banner, console)
         seen = demo.tree()
         yield demo
     finally:

@@ -1,8 +1,9 @@
 """`make demo` stops every child on SIGTERM, SIGHUP and SIGINT, whoever receives it.
 
-Each test starts the real demo (make, project.demo, the demo MCP server, gunicorn and its
+Each test starts the real demo (make, project.demo, the authorization server with its
+gunicorn worker, the OAuth-protected MCP server, the demo MCP server, gunicorn and its
 worker) on free ports, notes its whole process tree, sends one signal, and then requires
-make to exit, every process of the tree to be gone and both ports to be free.
+make to exit, every process of the tree to be gone and all four ports to be free.
 """
 
 from __future__ import annotations
@@ -38,8 +39,16 @@ def _stop_and_check(demo: Demo, send: str, signum: int) -> str:
     """Send ``signum`` the way ``send`` names; return make's console once all is checked."""
     tree = demo.tree()
     commands = " | ".join(proc.command for proc in tree)
-    # make -> project.demo -> (demo MCP server, gunicorn master -> worker): nothing missing.
-    assert len(tree) >= 4 and "project.demo_mcp_server" in commands and "gunicorn" in commands, commands
+    # Below make: project.demo -> (authorization server -> worker, protected MCP server, demo
+    # MCP server, gunicorn master -> worker), seven processes: nothing missing.
+    for part in (
+        "tests.peers.oauth_server",
+        "tests.peers.oauth_mcp_server",
+        "project.demo_mcp_server",
+        "gunicorn",
+    ):
+        assert part in commands, commands
+    assert len(tree) >= 7, commands
     started = time.monotonic()
     if send == "make":
         demo.make.send_signal(signum)
@@ -50,7 +59,7 @@ def _stop_and_check(demo: Demo, send: str, signum: int) -> str:
     demo.make.wait(timeout=EXIT_SECONDS)
     elapsed = time.monotonic() - started
     assert survivors(tree) == []
-    assert not port_open(demo.site_port) and not port_open(demo.mcp_port)
+    assert [port for port in demo.ports if port_open(port)] == []
     # Under STOP_WAIT_SECONDS: every child stopped on its SIGTERM, none had to be killed.
     assert elapsed < STOP_WAIT_SECONDS
     return demo.console_text()
@@ -58,7 +67,8 @@ def _stop_and_check(demo: Demo, send: str, signum: int) -> str:
 
 def test_sigterm_to_make_stops_every_child(var_dir: Path) -> None:
     """SIGTERM to `make demo` (a process manager, `timeout`): make hands it to the demo, which
-    stops the MCP server and gunicorn with its worker; make then dies of the signal itself."""
+    stops gunicorn with its worker, both MCP servers and the authorization server with its
+    worker; make then dies of the signal itself."""
     with running_demo(var_dir) as demo:
         _stop_and_check(demo, "make", signal.SIGTERM)
         assert demo.make.returncode == -signal.SIGTERM

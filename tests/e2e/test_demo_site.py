@@ -1,10 +1,12 @@
-"""The running demo as a new user meets it: the banner's manage.py line, one console line per request.
+"""The running demo as a new user meets it: the banner's manage.py line, one console line per
+request, and Connect to the OAuth-protected demo server followed by an import and a tool call.
 
 One `make demo` for the module, on free ports, with its var folder in a temporary directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import sqlite3
@@ -17,7 +19,9 @@ from pathlib import Path
 
 import environ
 import pytest
+import requests
 
+from tests.oauth_peers import REQUEST_SECONDS, form_fields, page_form, sign_in_and_consent
 from tests.peers import ROOT
 
 from .demo_process import Demo, running_demo
@@ -49,21 +53,30 @@ def env_file_of(demo: Demo) -> Path:
     return Path(line.split()[0].removeprefix("ENV_FILE="))
 
 
+def demo_database(demo: Demo) -> sqlite3.Connection:
+    url = environ.Env.db_url_config(_env_values(env_file_of(demo))["DATABASE_URL"])
+    return sqlite3.connect(url["NAME"])
+
+
+def tool_names(demo: Demo, server: str) -> set[str]:
+    with contextlib.closing(demo_database(demo)) as database:
+        rows = database.execute(
+            "SELECT tool.remote_name FROM nr_llm_mcptool AS tool"
+            " JOIN nr_llm_mcpserver AS server ON tool.server_id = server.id WHERE server.identifier = ?",
+            (server,),
+        ).fetchall()
+    return {name for (name,) in rows}
+
+
 def test_the_banner_line_imports_the_demo_servers_tools(demo: Demo) -> None:
     """The banner's one line, run as printed from a clean shell, imports the demo MCP server's five
     tools into the demo's own database."""
     line = demo.banner_value("manage.py:")
-    assert line.endswith("manage.py mcp_import --all")
+    assert line.endswith("manage.py mcp_import demo")
     done = users_shell(line)
     assert done.returncode == 0, done.stderr
     assert "demo: 5 imported, 0 skipped, 0 orphaned" in done.stdout
-    url = environ.Env.db_url_config(_env_values(env_file_of(demo))["DATABASE_URL"])
-    with sqlite3.connect(url["NAME"]) as database:
-        rows = database.execute(
-            "SELECT tool.remote_name FROM nr_llm_mcptool AS tool"
-            " JOIN nr_llm_mcpserver AS server ON tool.server_id = server.id WHERE server.identifier = 'demo'"
-        ).fetchall()
-    assert {name for (name,) in rows} == DEMO_TOOLS
+    assert tool_names(demo, "demo") == DEMO_TOOLS
 
 
 def test_without_the_env_file_the_same_command_fails(demo: Demo) -> None:
@@ -89,10 +102,33 @@ def test_the_env_file_holds_what_manage_py_needs_and_only_its_owner_reads_it(dem
     SECRET_KEY; it is readable by its owner only."""
     path = env_file_of(demo)
     values = _env_values(path)
-    assert set(values) == {"DEBUG", "SECRET_KEY", "DATABASE_URL", "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS"}
+    assert set(values) == {
+        "DEBUG",
+        "SECRET_KEY",
+        "DATABASE_URL",
+        "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS",
+        "NR_LLM_PUBLIC_BASE_URL",
+    }
     assert (values["DEBUG"], values["NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS"]) == ("true", "true")
+    assert values["NR_LLM_PUBLIC_BASE_URL"] == f"http://127.0.0.1:{demo.site_port}"
     assert len(values["SECRET_KEY"]) >= 50
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_the_oauth_secrets_are_kept_where_only_their_owner_reads_them(demo: Demo) -> None:
+    """The authorization server's secrets are made once in the var folder, owner-only, like the
+    admin's password; its folder (database, seed.json) is the owner's only."""
+    var_dir = env_file_of(demo).parent
+    for name in ("operator-password", "client-secret", "resource-server-secret", "secret-key"):
+        kept = var_dir / f"demo-oauth-{name}"
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600, kept
+        assert len(kept.read_text().strip()) >= 16
+    assert stat.S_IMODE((var_dir / "oauth").stat().st_mode) == 0o700
+    assert stat.S_IMODE((var_dir / "oauth" / "seed.json").stat().st_mode) == 0o600
+    assert (
+        demo.banner_value("its login:")
+        == f"operator / {(var_dir / 'demo-oauth-operator-password').read_text()}"
+    )
 
 
 def _send(demo: Demo, method: str, path: str, rid: str, pieces: list[bytes] | None) -> int:
@@ -136,3 +172,154 @@ def test_each_request_is_one_console_line(
     lines = [line for line in demo.console_text()[before:].splitlines() if path in line]
     assert len(lines) == 1, lines
     assert f"nr_llm.access {method} {path} {status} " in lines[0]
+
+
+def _post(browser: requests.Session, url: str, data: dict[str, str]) -> requests.Response:
+    """A POST from the admin's own page, as its form sends it (CSRF token and Referer included)."""
+    page = browser.get(url, timeout=REQUEST_SECONDS)
+    assert page.status_code == 200, (url, page.status_code)
+    token = browser.cookies["csrftoken"]
+    return browser.post(
+        url,
+        data={"csrfmiddlewaretoken": token, **data},
+        headers={"Referer": url},
+        allow_redirects=False,
+        timeout=REQUEST_SECONDS,
+    )
+
+
+def protected_server(demo: Demo) -> dict[str, object]:
+    """The seeded 'protected' row, as the demo's database holds it."""
+    fields = (
+        "id",
+        "url",
+        "auth_placement",
+        "oauth_registration",
+        "oauth_client_id",
+        "oauth_scopes",
+        "enabled",
+    )
+    with contextlib.closing(demo_database(demo)) as database:
+        row = database.execute(
+            f"SELECT {', '.join(fields)} FROM nr_llm_mcpserver WHERE identifier = 'protected'"
+        ).fetchone()
+    return dict(zip(fields, row, strict=True))
+
+
+def connect_protected(demo: Demo, browser: requests.Session) -> str:
+    """Sign in to the admin with the banner's login, press Connect on 'protected', sign in and
+    consent at the authorization server as the banner's operator; returns the page the callback
+    lands on (the server's change page)."""
+    site = f"http://127.0.0.1:{demo.site_port}"
+    issuer = f"http://127.0.0.1:{demo.auth_port}"
+    admin, _, admin_password = demo.banner_value("login:").partition(" / ")
+    operator, _, operator_password = demo.banner_value("its login:").partition(" / ")
+    pk = protected_server(demo)["id"]
+    change_page = f"{site}/admin/nr_llm/mcpserver/{pk}/change/"
+    signed_in = _post(
+        browser, f"{site}/admin/login/", {"username": admin, "password": admin_password, "next": "/admin/"}
+    )
+    assert signed_in.status_code == 302, signed_in.text[:2000]
+    page = browser.get(change_page, timeout=REQUEST_SECONDS)
+    # The redirect URI the page tells an operator to register is the one the AS was seeded with.
+    assert f"{site}/admin/nr_llm/mcpserver/oauth/callback/" in page.text
+    # The Connect button submits the change form to its own formaction.
+    form = page_form(page.text, "mcpserver_form")
+    connect = browser.post(
+        f"{site}/admin/nr_llm/mcpserver/{pk}/oauth/connect/",
+        data={"csrfmiddlewaretoken": form_fields(form)["csrfmiddlewaretoken"]},
+        headers={"Referer": change_page},
+        allow_redirects=False,
+        timeout=REQUEST_SECONDS,
+    )
+    assert connect.status_code == 302, connect.text[:2000]
+    assert connect.headers["Location"].startswith(f"{issuer}/authorize/?")
+    callback = sign_in_and_consent(
+        browser, connect.headers["Location"], f"{issuer}/accounts/login/", operator, operator_password
+    )
+    assert callback.startswith(f"{site}/admin/nr_llm/mcpserver/oauth/callback/?")
+    back = browser.get(callback, timeout=REQUEST_SECONDS)
+    assert back.url == change_page
+    return back.text
+
+
+def import_protected(demo: Demo) -> subprocess.CompletedProcess[str]:
+    """The banner's manage.py line, for the protected server."""
+    return users_shell(demo.banner_value("manage.py:").replace("mcp_import demo", "mcp_import protected"))
+
+
+def test_a_newcomer_connects_the_protected_server_imports_it_and_tries_a_tool(demo: Demo) -> None:
+    """The banner's path over HTTP as a browser walks it: admin login, Connect on the seeded
+    'protected' server, the authorization server's sign-in (the banner's operator) and consent,
+    back at the callback "Connected", then the banner's manage.py line imports the server's
+    tools and the admin's Try tool calls one with the operator's token."""
+    site = f"http://127.0.0.1:{demo.site_port}"
+    assert demo.banner_value("OAuth MCP server:") == (
+        f"http://127.0.0.1:{demo.protected_mcp_port}/mcp (seeded as 'protected')"
+    )
+    assert demo.banner_value("authorization srv:").startswith(f"http://127.0.0.1:{demo.auth_port}/ ")
+    operator = demo.banner_value("its login:").partition(" / ")[0]
+    server = protected_server(demo)
+    assert {key: value for key, value in server.items() if key != "id"} == {
+        "url": f"http://127.0.0.1:{demo.protected_mcp_port}/mcp",
+        "auth_placement": "oauth",
+        "oauth_registration": "preregistered",
+        "oauth_client_id": "nr-llm-demo",
+        "oauth_scopes": "mcp:tools",
+        "enabled": 1,
+    }
+    assert demo.banner_value("try OAuth:") == (
+        f"open {site}/admin/nr_llm/mcpserver/{server['id']}/change/ and click Connect"
+    )
+
+    # One session for both sites, as one browser: their cookies have different names.
+    with requests.Session() as browser:
+        page = connect_protected(demo, browser)
+        assert "Connected protected: scopes mcp:tools, expires " in page, page[:3000]
+
+        done = import_protected(demo)
+        assert done.returncode == 0, done.stderr
+        assert "protected: 3 imported, 0 skipped, 0 orphaned" in done.stdout
+        assert tool_names(demo, "protected") == {"whoami", "echo", "admin_report"}
+
+        with contextlib.closing(demo_database(demo)) as database:
+            (tool_pk,) = database.execute(
+                "SELECT tool.id FROM nr_llm_mcptool AS tool JOIN nr_llm_mcpserver AS server"
+                " ON tool.server_id = server.id WHERE server.identifier = 'protected'"
+                " AND tool.remote_name = 'whoami'"
+            ).fetchone()
+        # Imported tools start disabled; the changelist's action enables one, as a newcomer would.
+        enabled_tool = _post(
+            browser,
+            f"{site}/admin/nr_llm/mcptool/",
+            {"action": "enable_tools", "_selected_action": str(tool_pk)},
+        )
+        assert enabled_tool.status_code == 302, enabled_tool.text[:2000]
+        tried = _post(
+            browser, f"{site}/admin/nr_llm/mcptool/{tool_pk}/try/", {"arguments": "{}", "_run": "Run tool"}
+        )
+        assert tried.status_code == 200, tried.text[:2000]
+        assert "The tool answered" in tried.text, tried.text[:3000]
+        # whoami reports the token: nr_llm's pre-registered client, acting for the operator.
+        result = tried.text.split('id="try-tool-text">', 1)[1].split("</pre>", 1)[0]
+        assert "nr-llm-demo" in result and operator in result, result
+
+
+def test_a_second_make_demo_keeps_its_secrets_and_needs_only_a_reconnect(tmp_path: Path) -> None:
+    """`make demo` twice on one var folder and its ports: the kept secrets still match between the
+    rebuilt authorization server and the server row, the first run's grant (its tokens gone with
+    the old authorization server) is refused with "reconnect", and one Connect makes the import
+    work again."""
+    with running_demo(tmp_path) as first, requests.Session() as browser:
+        assert "Connected protected: " in connect_protected(first, browser)
+        assert import_protected(first).returncode == 0
+    with running_demo(tmp_path, first.ports) as second:
+        assert second.banner_value("its login:") == first.banner_value("its login:")
+        stale = import_protected(second)
+        assert stale.returncode == 1
+        assert "reconnect" in stale.stdout, stale.stdout
+        with requests.Session() as browser:
+            assert "Connected protected: " in connect_protected(second, browser)
+        done = import_protected(second)
+        assert done.returncode == 0, done.stderr
+        assert "protected: 3 imported, 0 skipped, 0 orphaned" in done.stdout

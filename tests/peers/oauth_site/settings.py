@@ -3,6 +3,7 @@
 OAUTH_PEER_DIR: the folder of the SQLite file and the request log (required).
 OAUTH_PEER_ISSUER: the issuer URL, set by the launcher once the port is known.
 OAUTH_PEER_ACCESS_TOKEN_SECONDS: access-token lifetime (default 300).
+OAUTH_PEER_SECRET_KEY: the site's SECRET_KEY (a fixed test-only key when unset).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ ISSUER = os.environ.get("OAUTH_PEER_ISSUER", "")
 ACCESS_TOKEN_SECONDS = int(os.environ.get("OAUTH_PEER_ACCESS_TOKEN_SECONDS", "300"))
 REQUEST_LOG = PEER_DIR / "requests.jsonl"
 
-# A fixed key is fine: the site lives for one test session on 127.0.0.1.
-SECRET_KEY = "oauth-peer-tests-only-0123456789abcdefghijklmnopqrstuvwxyz"
+# A fixed key is fine for a test session on 127.0.0.1; `make demo`, whose site a person
+# signs in to for longer, passes a random one of its own.
+SECRET_KEY = (
+    os.environ.get("OAUTH_PEER_SECRET_KEY") or "oauth-peer-tests-only-0123456789abcdefghijklmnopqrstuvwxyz"
+)
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 
