@@ -2,11 +2,13 @@
 
 The site runs on pytest-django's live server; the authorization server is
 django-oauth-toolkit and the MCP server the SDK's (tests/peers/README.md), all on
-127.0.0.1. Screenshots go to test-artifacts/ and, for the operator guide, docs/img/.
+127.0.0.1. Screenshots go to test-artifacts/; with NR_LLM_DOC_IMAGES=1 the operator guide's
+go to docs/img/ instead (a plain test run leaves tracked files as they are).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -25,7 +27,7 @@ from tests.peers import ROOT
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = ROOT / "test-artifacts"
-DOCS_IMG = ROOT / "docs" / "img"
+DOCS_IMG = ROOT / "docs" / "img" if os.environ.get("NR_LLM_DOC_IMAGES") == "1" else ARTIFACTS
 # Shorter than the client's 30 s refresh skew, so every operation renews the grant first; short
 # enough that the test can wait for a real expiry, long enough for one operation's legs.
 SHORT_TOKEN_SECONDS = 4
