@@ -72,6 +72,14 @@ def config_for(scenario: str, context: dict[str, Any]) -> ClientConfig:
     )
 
 
+def browse(run: Run, url: str) -> dict[str, str]:
+    """The browser's round trip: the callback's query, read from the redirect's Location."""
+    answer = requests.get(url, allow_redirects=False, timeout=10)
+    callback = {k: v[0] for k, v in parse_qs(urlsplit(answer.headers.get("Location", "")).query).items()}
+    run.say(f"browser: HTTP {answer.status_code}, callback carries {sorted(callback)}")
+    return callback
+
+
 def connect(run: Run, endpoint: Endpoint, required: AuthorizationError) -> None:
     """The operator's Connect: start, the browser's round trip, finish, keep the grant."""
     settings = endpoint.oauth
@@ -90,9 +98,7 @@ def connect(run: Run, endpoint: Endpoint, required: AuthorizationError) -> None:
             challenged_scopes=required.scopes or None,
             previous_scopes=previous.scopes if previous else (),
         )
-        answer = requests.get(started.url, allow_redirects=False, timeout=10)
-        callback = {k: v[0] for k, v in parse_qs(urlsplit(answer.headers.get("Location", "")).query).items()}
-        run.say(f"browser: HTTP {answer.status_code}, callback carries {sorted(callback)}")
+        callback = browse(run, started.url)
         grant = finish_authorization(
             legs,
             started.pending,
@@ -115,6 +121,22 @@ def authorize_and(work: Callable[[Run], None], run: Run) -> None:
         budget_seconds=run.endpoint.budget_seconds,
         oauth=OAuthSettings(config, MemoryGrantStore()),
     )
+    with_operator(
+        work,
+        run,
+        can_connect=config.grant == "authorization_code",
+        connect=lambda required: connect(run, run.endpoint, required),
+    )
+
+
+def with_operator(
+    work: Callable[[Run], None],
+    run: Run,
+    *,
+    can_connect: bool,
+    connect: Callable[[AuthorizationError], None],
+) -> None:
+    """Run ``work``; when it needs the operator, ``connect`` (at most MAX_CONNECTS times) and run it again."""
     for connects in range(MAX_CONNECTS + 1):
         try:
             work(run)
@@ -122,6 +144,6 @@ def authorize_and(work: Callable[[Run], None], run: Run) -> None:
         except AuthorizationError as exc:
             run.say(f"{exc.kind}/{exc.reason}: {exc}")
             needs_operator = exc.kind == "authorization_required" and exc.reason in OPERATOR_CAN_FIX
-            if not needs_operator or config.grant != "authorization_code" or connects == MAX_CONNECTS:
+            if not needs_operator or not can_connect or connects == MAX_CONNECTS:
                 raise
-            connect(run, run.endpoint, exc)
+            connect(exc)

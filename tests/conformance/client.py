@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from tests.conformance import auth
+from tests.conformance import auth, django_app
 
 Behaviour = Callable[["Run"], None]
 BEHAVIOURS: dict[str, Behaviour] = {}
@@ -183,8 +183,12 @@ def answer_input_requests(run: Run) -> None:
 
 @behaviour_of("auth/")
 def authorize_and_call(run: Run) -> None:
-    """Authorization scenarios: list and call the tools, connecting as the operator when asked."""
-    auth.authorize_and(call_listed_tools, run)
+    """Authorization scenarios: list and call the tools, connecting as the operator when asked
+    (through the Django app when the runner asks for it, see django_app.py)."""
+    if django_app.wanted():
+        django_app.authorize_and(call_listed_tools, run)
+    else:
+        auth.authorize_and(call_listed_tools, run)
 
 
 def loopback(url: str) -> str:
