@@ -36,6 +36,8 @@ class ScenarioRun:
     checks: list[dict[str, Any]]
     returncode: int
     output: str
+    # The driver's stdout as the suite saved it beside its checks.
+    driver_output: str = ""
 
     @property
     def problems(self) -> list[dict[str, Any]]:
@@ -112,4 +114,5 @@ def run_scenario(
         checks: list[dict[str, Any]] = []
         for found in sorted(Path(out).rglob("checks.json")):
             checks.extend(json.loads(found.read_text()))
-        return ScenarioRun(checks, completed.returncode, completed.stdout + completed.stderr)
+        saved = "".join(found.read_text() for found in sorted(Path(out).rglob("stdout.txt")))
+        return ScenarioRun(checks, completed.returncode, completed.stdout + completed.stderr, saved)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conformance.runner import run_scenario
+from tests.conformance import django_app
+from tests.conformance.runner import ScenarioRun, run_scenario
 
 pytestmark = pytest.mark.e2e
 
@@ -137,3 +138,76 @@ def test_0116_backcompat_serves_a_mismatched_issuer_and_is_refused() -> None:
         "token-request",
     }
     assert "names another issuer" in run.output or run.returncode != 0
+
+
+# Through the Django app (django_app.py): the operator's configuration is an McpServer row,
+# the call goes through endpoint_for and mcp_client(), the grant into DatabaseGrantStore.
+THROUGH_DJANGO = [
+    ("0.1.16", "auth/client-credentials-jwt", None),
+    ("0.1.16", "auth/client-credentials-basic", None),
+    ("0.1.16", "auth/pre-registration", "2025-11-25"),
+    ("0.2.0-alpha.12", "auth/client-credentials-jwt", None),
+    ("0.2.0-alpha.12", "auth/client-credentials-basic", None),
+    ("0.2.0-alpha.12", "auth/pre-registration", "2025-11-25"),
+    ("0.2.0-alpha.12", "auth/pre-registration", "2026-07-28"),
+]
+# The pre-registered secrets both suite versions hand their scenarios (their context's
+# client_secret); the private key is generated per run and found by its PEM armour.
+SUITE_CLIENT_SECRETS = ("conformance-test-secret", "pre-registered-secret")
+SECRET_FIELDS = ("access_token", "refresh_token", "client_secret", "client_assertion", "code_verifier")
+
+
+def through_django(version: str, scenario: str, spec_version: str | None) -> ScenarioRun:
+    return run_scenario(
+        version, scenario, spec_version=spec_version, extra_env={django_app.ENV: "django"}
+    )
+
+
+def secrets_seen(run: ScenarioRun) -> set[str]:
+    """Every secret the suite's checks show crossing the wire (token responses, token requests)."""
+    seen = set(SUITE_CLIENT_SECRETS)
+    for check in run.checks:
+        body = (check.get("details") or {}).get("body")
+        if isinstance(body, dict):
+            seen |= {body[name] for name in SECRET_FIELDS if isinstance(body.get(name), str)}
+    return seen
+
+
+def assert_nothing_secret_printed(run: ScenarioRun) -> None:
+    assert "through the Django app" in run.driver_output, run.explain()
+    assert "PRIVATE KEY" not in run.driver_output
+    leaked = [secret for secret in secrets_seen(run) if secret in run.driver_output]
+    assert not leaked, f"the driver printed secrets: {leaked}\n{run.driver_output}"
+
+
+@pytest.mark.parametrize(
+    ("version", "scenario", "spec_version"),
+    THROUGH_DJANGO,
+    ids=[f"{version}-{scenario}-{spec}" for version, scenario, spec in THROUGH_DJANGO],
+)
+def test_scenario_passes_through_the_django_app(
+    version: str, scenario: str, spec_version: str | None
+) -> None:
+    """As test_scenario_passes, with the server configured and connected in the Django app."""
+    run = through_django(version, scenario, spec_version)
+    assert run.checks, f"the suite recorded no checks:\n{run.output[-4000:]}"
+    assert not run.problems, run.explain()
+    assert run.returncode == 0, run.explain()
+    assert_nothing_secret_printed(run)
+
+
+@pytest.mark.parametrize("version", ["0.1.16", "0.2.0-alpha.12"])
+def test_basic_cimd_through_the_django_app_uses_the_apps_own_document_url(version: str) -> None:
+    """The app's client id is its own route (NR_LLM_PUBLIC_BASE_URL + /nr-llm/oauth/client/<id>.json);
+    basic-cimd compares the client id with one fixed URL and only warns on another, so the one
+    problem is that warning, and the flow (authorization, token, tool call) still completes."""
+    run = through_django(version, "auth/basic-cimd", "2025-11-25")
+    expected = f"{django_app.PUBLIC_BASE_URL}/nr-llm/oauth/client/conformance.json"
+    assert [(check["id"], check["status"]) for check in run.problems] == [
+        ("cimd-client-id-used", "WARNING")
+    ], run.explain()
+    assert run.problems[0]["details"]["actualClientId"] == expected
+    passed = {check["id"] for check in run.checks if check.get("status") == "SUCCESS"}
+    assert {"authorization-request", "token-request"} <= passed, run.explain()
+    assert "called test-tool: is_error=False" in run.driver_output, run.explain()
+    assert_nothing_secret_printed(run)
