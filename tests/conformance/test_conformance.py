@@ -160,9 +160,7 @@ CONTEXT_LINE = "With context: "
 
 
 def through_django(version: str, scenario: str, spec_version: str | None) -> ScenarioRun:
-    return run_scenario(
-        version, scenario, spec_version=spec_version, extra_env={django_app.ENV: "django"}
-    )
+    return run_scenario(version, scenario, spec_version=spec_version, extra_env={django_app.ENV: "django"})
 
 
 def secrets_seen(run: ScenarioRun) -> set[str]:
