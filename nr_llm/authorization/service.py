@@ -39,9 +39,10 @@ from ..mcp.oauth import (
 )
 from ..mcp.oauth.identity import authenticate
 from ..mcp.oauth.legs import vet_url
+from ..mcp.oauth.scopes import union
 from ..mcp.text import clean
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
-from .models import PendingAuthorization
+from .models import OAuthGrantRecord, PendingAuthorization
 from .store import DatabaseGrantStore
 
 PENDING_SECONDS = 600
@@ -104,6 +105,15 @@ def oauth_settings(server: McpServer) -> OAuthSettings:
     return OAuthSettings(config=client_config(server, with_redirect=False), store=DatabaseGrantStore())
 
 
+def _scopes_to_keep(server: McpServer) -> tuple[str, ...]:
+    """What a reconnect must ask for beyond the configured scopes: what is granted now, and
+    what a call found missing (a 403 insufficient_scope), else the step-up fails again."""
+    record = OAuthGrantRecord.objects.filter(server=server).first()
+    if record is None:
+        return ()
+    return union(record.granted_scopes.split(), record.attention_scopes.split())
+
+
 def _decrypted(ciphertext: str) -> str | None:
     return credentials.decrypt(ciphertext) if ciphertext else None
 
@@ -122,7 +132,14 @@ def start_connect(server: McpServer, user: Any) -> str:
         config = client_config(server)
         legs, _ = _legs(server)
         with legs:
-            started = start_authorization(legs, server.url, config, DatabaseGrantStore(), SystemWallClock())
+            started = start_authorization(
+                legs,
+                server.url,
+                config,
+                DatabaseGrantStore(),
+                SystemWallClock(),
+                previous_scopes=_scopes_to_keep(server),
+            )
     except (McpTransportError, credentials.CredentialUnavailable) as exc:
         raise ConnectRefused(f"Cannot connect {server.identifier}: {exc}", server) from exc
     PendingAuthorization.objects.filter(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.test import override_settings
@@ -122,3 +123,32 @@ def test_test_connection_on_a_working_grant_succeeds_and_marks_nothing(oauth_pee
     assert OAuthGrantRecord.objects.get(server=server).attention_reason == ""
     page = client.get(CHANGELIST).content.decode()
     assert "connected until" in page and "needs reconnect" not in page
+
+
+def test_a_tool_needing_more_scopes_needs_reconnect_and_the_reconnect_asks_for_the_union(
+    oauth_peers: OAuthPeers,
+) -> None:
+    """admin_report needs mcp:admin: its 403 insufficient_scope makes the tool unavailable and the
+    server "needs reconnect" with that scope; the operator's next Connect asks for what was
+    granted plus what was missing, and afterwards the tool answers."""
+    server = _connected(oauth_peers)
+    granted = DatabaseGrantStore().load(server.identifier)
+    assert granted is not None and "mcp:admin" not in granted.scopes
+    import_catalogue(server)
+    McpTool.objects.filter(server=server).update(enabled=True)
+    report = McpTool.objects.get(server=server, remote_name="admin_report")
+
+    refused = tools.execute(report.tool_name, {})
+    assert refused.is_error and "is unavailable" in refused.text, refused.text
+    record = OAuthGrantRecord.objects.get(server=server)
+    assert record.attention_reason == "insufficient_scope"
+    assert "mcp:admin" in record.attention_scopes.split()
+
+    client = operator("stepper")
+    location = press_connect(client, server)["Location"]
+    asked = parse_qs(urlsplit(location).query)["scope"][0].split()
+    assert {"mcp:admin", *granted.scopes} <= set(asked), asked
+    client.get(callback_path(oauth_peers.auth.approve(location)))
+    answered = tools.execute(report.tool_name, {})
+    assert not answered.is_error, answered.text
+    assert OAuthGrantRecord.objects.get(server=server).attention_reason == ""
