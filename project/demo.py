@@ -68,7 +68,7 @@ class DemoConfig:
 
     @property
     def ports(self) -> dict[str, int]:
-        """Each port by the variable that sets it, in the order the children start."""
+        """Each port by the variable that sets it (each must be free and different)."""
         return {
             "DEMO_AUTH_PORT": self.auth_port,
             "DEMO_PROTECTED_MCP_PORT": self.protected_mcp_port,
@@ -310,13 +310,14 @@ def _write_oauth_seed(config: DemoConfig, oauth: OAuthSecrets, callback: str) ->
 @dataclasses.dataclass(frozen=True)
 class Child:
     command: list[str]
+    port: int  # it is up once this port answers
     env: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)  # added to ours
     # The test peers print only a "PORT <n>" line on stdout, for the tests that start them.
     quiet: bool = False
 
 
 def _commands(config: DemoConfig, oauth: OAuthSecrets) -> list[Child]:
-    """Each child to start, in the order of config.ports."""
+    """Each child to start, with the port that tells it is up."""
     # The OAuth test peers, as they are: django-oauth-toolkit under gunicorn, and the SDK's
     # MCP server checking each token by introspection. Secrets go by environment, never by
     # command line (which every local user can read).
@@ -368,12 +369,17 @@ def _commands(config: DemoConfig, oauth: OAuthSecrets) -> list[Child]:
         str(GRACE_SECONDS),
     ]
     return [
-        Child(authorization_server, {"OAUTH_PEER_SECRET_KEY": oauth.secret_key}, quiet=True),
         Child(
-            protected_mcp_server, {"OAUTH_MCP_INTROSPECTION_SECRET": oauth.resource_server_secret}, quiet=True
+            authorization_server, config.auth_port, {"OAUTH_PEER_SECRET_KEY": oauth.secret_key}, quiet=True
         ),
-        Child(mcp_server),
-        Child(site),
+        Child(
+            protected_mcp_server,
+            config.protected_mcp_port,
+            {"OAUTH_MCP_INTROSPECTION_SECRET": oauth.resource_server_secret},
+            quiet=True,
+        ),
+        Child(mcp_server, config.mcp_port),
+        Child(site, config.site_port),
     ]
 
 
@@ -424,9 +430,9 @@ def _serve(
     stop: StopSignals,
 ) -> subprocess.Popen[bytes] | None:
     """Start the children; return the one that exited, or None on a stop signal."""
-    ports = list(config.ports.values())
+    specs = _commands(config, oauth)
     # All at once, then each waited for: they need one another only once a request comes.
-    for spec in _commands(config, oauth):
+    for spec in specs:
         # A session of its own: a terminal's Ctrl-C or hang-up reaches only this process,
         # which stops each child once and in order.
         child = subprocess.Popen(
@@ -439,8 +445,8 @@ def _serve(
         children.append(child)
         if stop.received is not None:
             return None
-    for child, port in zip(children, ports, strict=True):
-        if not _wait_for_port(port, child, stop):
+    for child, spec in zip(children, specs, strict=True):
+        if not _wait_for_port(spec.port, child, stop):
             return child if child.poll() is not None else None
     print(banner, flush=True)
     while stop.received is None:
