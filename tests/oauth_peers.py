@@ -130,11 +130,8 @@ class AuthorizationServer:
         ``state`` and ``iss``, or ``error``), without following it. Raises AssertionError
         when the server answers anything else (e.g. an error page for a bad request).
         """
-        if session is not None:
-            return sign_in_and_consent(
-                session, authorization_url, self.login_url, self.username, self.password, allow=allow
-            )
-        with requests.Session() as browser:
+        # A caller's session is kept open for its next step; a fresh one is closed here.
+        with contextlib.nullcontext(session) if session is not None else requests.Session() as browser:
             return sign_in_and_consent(
                 browser, authorization_url, self.login_url, self.username, self.password, allow=allow
             )
