@@ -10,9 +10,9 @@ Two rules from the issue shape it:
   server has already invalidated the old one, so a caller's rollback (an ``atomic``
   block around a tool call, ``ATOMIC_REQUESTS``) must not take the new one with it.
 
-Both need a transaction that is not the caller's. Django gives each thread its own
-connection, so the store's writes run on a short-lived thread of their own: its
-transaction commits whatever the calling thread later does with its own.
+Both need a transaction that is not the caller's (``nr_llm.own_transaction``): the store's
+writes run on a thread of their own, whose transaction commits whatever the calling thread
+later does with its own.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from django.utils import timezone
 from .. import credentials
 from ..mcp.oauth import ClientRegistration, Grant
 from ..models import McpServer
+from ..own_transaction import run_in_own_transaction
 from .models import OAuthGrantRecord
 
 T = TypeVar("T")
@@ -40,25 +41,6 @@ T = TypeVar("T")
 # Longest a worker waits for another worker's refresh of the same server: a refresh is one
 # leg of an operation, so the operation's own budget ends first in practice.
 LOCK_WAIT_SECONDS = 120
-
-
-def _own_transaction(work: Callable[[], T]) -> T:
-    """Run ``work`` in a transaction committed on its own, whatever the caller's state."""
-    result: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            with transaction.atomic():
-                result.set_result(work())
-        except BaseException as exc:  # handed to the caller, raised there
-            result.set_exception(exc)
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=run, name="nr-llm-grant-store", daemon=True)
-    worker.start()
-    worker.join()
-    return result.result()
 
 
 class _LockHolder:
@@ -191,7 +173,11 @@ class DatabaseGrantStore:
 
     def _in_lock_or_own(self, server: str, work: Callable[[], T]) -> T:
         holder = self._holder(server)
-        return holder.call(work) if holder is not None else _own_transaction(work)
+        return (
+            holder.call(work)
+            if holder is not None
+            else run_in_own_transaction(work, name="nr-llm-grant-store")
+        )
 
 
 def _record(server: str) -> OAuthGrantRecord | None:

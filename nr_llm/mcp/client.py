@@ -20,6 +20,7 @@ does not do"): the budget decides what the next leg gets and whether it is sent 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
@@ -190,7 +191,8 @@ class McpClient:
             result, latency_ms = conversation.request(
                 "tools/call", {"name": name, "arguments": arguments}, headers
             )
-            return outcome_of(result, endpoint.identifier), latency_ms
+            outcome = outcome_of(result, endpoint.identifier)
+            return dataclasses.replace(outcome, era=conversation.era), latency_ms
 
         return self._operate(endpoint, call, responder=responder)
 
