@@ -128,7 +128,8 @@ def _decide(
             # wait is not worthless; the digest is the one the approver's row carried.
             changes.update(approved_digest=call.arguments_digest, expires_at=now + ledger.expiry())
         else:
-            changes.update(finished_at=now)
+            # A withdrawn approval binds nothing any more.
+            changes.update(finished_at=now, approved_digest="")
         moved = ToolCall.objects.filter(pk=pk, status=call.status).update(**changes)
         if not moved:
             return f"Tool call {pk} was decided by someone else meanwhile; nothing was {done}."
