@@ -323,3 +323,53 @@ def test_a_second_make_demo_keeps_its_secrets_and_needs_only_a_reconnect(tmp_pat
         done = import_protected(second)
         assert done.returncode == 0, done.stderr
         assert "protected: 3 imported, 0 skipped, 0 orphaned" in done.stdout
+
+
+def test_a_newcomer_sees_a_call_wait_approves_it_and_resumes_it(demo: Demo) -> None:
+    """The banner's approval path on the seeded 'guarded' server: import it, enable echo, mcp_call
+    exits 3 with the call's id, the admin's Approve records the decision, mcp_call --resume answers."""
+    site = f"http://127.0.0.1:{demo.site_port}"
+    manage = demo.banner_value("manage.py:").removesuffix("mcp_import demo")
+    assert "mcp_call mcp_guarded_echo" in demo.banner
+    done = users_shell(manage + "mcp_import guarded")
+    assert done.returncode == 0, done.stderr
+    with requests.Session() as browser:
+        admin, _, password = demo.banner_value("login:").partition(" / ")
+        signed_in = _post(
+            browser, f"{site}/admin/login/", {"username": admin, "password": password, "next": "/admin/"}
+        )
+        assert signed_in.status_code == 302, signed_in.text[:2000]
+        with contextlib.closing(demo_database(demo)) as database:
+            (tool_pk,) = database.execute(
+                "SELECT id FROM nr_llm_mcptool WHERE tool_name = 'mcp_guarded_echo'"
+            ).fetchone()
+        enabled = _post(
+            browser,
+            f"{site}/admin/nr_llm/mcptool/",
+            {"action": "enable_tools", "_selected_action": str(tool_pk)},
+        )
+        assert enabled.status_code == 302, enabled.text[:2000]
+
+        waiting = users_shell(manage + """mcp_call mcp_guarded_echo --args '{"text": "hi from the demo"}'""")
+        assert waiting.returncode == 3, (waiting.stdout, waiting.stderr)
+        call_id = waiting.stderr.split("tool call ", 1)[1].split(" ", 1)[0]
+        assert str(uuid.UUID(call_id)) == call_id
+
+        change_page = f"{site}/admin/nr_llm/toolcallapproval/{call_id}/change/"
+        page = browser.get(change_page, timeout=REQUEST_SECONDS)
+        assert "hi from the demo" in page.text and 'name="_approve"' in page.text
+        fields = form_fields(page_form(page.text, "toolcallapproval_form"))
+        approved = browser.post(
+            f"{site}/admin/nr_llm/toolcallapproval/{call_id}/approve/",
+            data={
+                "csrfmiddlewaretoken": fields["csrfmiddlewaretoken"],
+                "digest": fields["digest"],
+                "note": "ok",
+            },
+            headers={"Referer": change_page},
+            timeout=REQUEST_SECONDS,
+        )
+        assert f"Tool call {call_id} approved" in approved.text, approved.text[:3000]
+
+    resumed = users_shell(manage + f"mcp_call --resume {call_id}")
+    assert (resumed.returncode, resumed.stdout) == (0, "hi from the demo\n"), resumed.stderr
