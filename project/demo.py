@@ -440,7 +440,7 @@ def _banner(config: DemoConfig, password: str, oauth: OAuthSecrets, protected_pk
         f"                      (any manage.py command, e.g. mcp_import protected after Connect;\n"
         f"                      the environment is in {_shown(config.env_file)})\n"
         f"  see a call wait:    mcp_import guarded, enable mcp_guarded_echo under MCP tools, then\n"
-        f"                      mcp_call mcp_guarded_echo --args '{{\"text\": \"hi\"}}' (exit 3), approve it\n"
+        f'                      mcp_call mcp_guarded_echo --args \'{{"text": "hi"}}\' (exit 3), approve it\n'
         f"                      at {site}/admin/nr_llm/toolcallapproval/ and mcp_call --resume <id>\n"
         "  Ctrl-C stops everything.\n"
     )

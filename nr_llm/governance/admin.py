@@ -80,27 +80,12 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
             {"fields": ["tool_description", "schema_column", "definition_now_column"]},
         ),
     ]
+    # Every field is read-only; the two "hidden" stand-ins replace the arguments and the answer
+    # for staff who may not read them (get_fieldsets).
     readonly_fields = [
-        "id",
-        "created",
-        "tool_column",
-        "actor_column",
-        "status_column",
-        "era",
-        "duration_ms",
-        "data_class_column",
-        "arguments_column",
-        "digest_column",
-        "result_column",
+        *(name for _, options in fieldsets for name in options["fields"] if isinstance(name, str)),
         "arguments_hidden",
         "result_hidden",
-        "expires_at",
-        "decision_column",
-        "decided_at",
-        "decision_note",
-        "tool_description",
-        "schema_column",
-        "definition_now_column",
     ]
 
     class Media:

@@ -17,6 +17,7 @@ import requests
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
 from nr_llm.models import McpServer, McpTool, ToolCall, ToolCallStatus
+from tests.e2e.chromium import log_in
 from tests.e2e.test_admin_browser import ARTIFACTS, _assert_changelist_fits, browser_page
 from tests.peers import ROOT, sdk_server
 
@@ -59,11 +60,7 @@ def test_a_call_waits_an_approver_approves_it_and_resume_answers(
         assert waiting.status == "awaiting_approval" and waiting.call_id is not None
         assert _tool_calls_seen(mcp_url) == before
 
-        page.goto(f"{live_server.url}/admin/")
-        page.fill("#id_username", "admin")
-        page.fill("#id_password", "password")
-        page.get_by_role("button", name="Log in").click()
-        page.wait_for_selector("#user-tools")
+        log_in(page, live_server.url)
 
         # The server list counts the waiting call and links to it.
         page.goto(f"{live_server.url}/admin/nr_llm/mcpserver/")

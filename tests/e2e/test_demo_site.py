@@ -206,20 +206,26 @@ def protected_server(demo: Demo) -> dict[str, object]:
     return dict(zip(fields, row, strict=True))
 
 
+def sign_in_to_admin(demo: Demo, browser: requests.Session) -> None:
+    """The admin's login form, with the banner's login."""
+    site = f"http://127.0.0.1:{demo.site_port}"
+    admin, _, password = demo.banner_value("login:").partition(" / ")
+    signed_in = _post(
+        browser, f"{site}/admin/login/", {"username": admin, "password": password, "next": "/admin/"}
+    )
+    assert signed_in.status_code == 302, signed_in.text[:2000]
+
+
 def connect_protected(demo: Demo, browser: requests.Session) -> str:
     """Sign in to the admin with the banner's login, press Connect on 'protected', sign in and
     consent at the authorization server as the banner's operator; returns the page the callback
     lands on (the server's change page)."""
     site = f"http://127.0.0.1:{demo.site_port}"
     issuer = f"http://127.0.0.1:{demo.auth_port}"
-    admin, _, admin_password = demo.banner_value("login:").partition(" / ")
     operator, _, operator_password = demo.banner_value("its login:").partition(" / ")
     pk = protected_server(demo)["id"]
     change_page = f"{site}/admin/nr_llm/mcpserver/{pk}/change/"
-    signed_in = _post(
-        browser, f"{site}/admin/login/", {"username": admin, "password": admin_password, "next": "/admin/"}
-    )
-    assert signed_in.status_code == 302, signed_in.text[:2000]
+    sign_in_to_admin(demo, browser)
     page = browser.get(change_page, timeout=REQUEST_SECONDS)
     # The redirect URI the page tells an operator to register is the one the AS was seeded with.
     assert f"{site}/admin/nr_llm/mcpserver/oauth/callback/" in page.text
@@ -334,11 +340,7 @@ def test_a_newcomer_sees_a_call_wait_approves_it_and_resumes_it(demo: Demo) -> N
     done = users_shell(manage + "mcp_import guarded")
     assert done.returncode == 0, done.stderr
     with requests.Session() as browser:
-        admin, _, password = demo.banner_value("login:").partition(" / ")
-        signed_in = _post(
-            browser, f"{site}/admin/login/", {"username": admin, "password": password, "next": "/admin/"}
-        )
-        assert signed_in.status_code == 302, signed_in.text[:2000]
+        sign_in_to_admin(demo, browser)
         with contextlib.closing(demo_database(demo)) as database:
             (tool_pk,) = database.execute(
                 "SELECT id FROM nr_llm_mcptool WHERE tool_name = 'mcp_guarded_echo'"
