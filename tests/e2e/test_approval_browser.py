@@ -64,6 +64,7 @@ def test_a_call_waits_an_approver_approves_it_and_resume_answers(
 
         # The server list counts the waiting call and links to it.
         page.goto(f"{live_server.url}/admin/nr_llm/mcpserver/")
+        _assert_changelist_fits(page)
         page.get_by_role("link", name="1 awaiting approval").click()
         page.wait_for_selector("#result_list")
         assert "Awaiting approval" in page.locator("#result_list tbody tr").first.inner_text()
