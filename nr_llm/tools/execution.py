@@ -66,6 +66,8 @@ class _Trace:
     #: The row says "running": every way out must record how it ended.
     running: bool = False
     secret: str | None = None
+    #: ``execute``'s call as far as it is known: the boundary records it if nothing else did.
+    call: NewCall | None = None
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ def _execute(
     if arguments is None:
         arguments = {}
     canonical, problem = _canonical(arguments)
-    call = NewCall(trace.name, canonical, ledger.actor_fields(actor))
+    call = trace.call = NewCall(trace.name, canonical, ledger.actor_fields(actor))
     if not isinstance(name, str):
         # A model's malformed call (a list or object as the name) is not a lookup key.
         return _refused(trace, call, "unknown_tool", f"unknown tool {clean(name)!r}", wall)
@@ -139,7 +141,7 @@ def _execute(
         return _refused(
             trace, call, "invalid_ceiling", f"{exc}; no tool is run without a valid ceiling", wall
         )
-    call = dataclasses.replace(call, data_class_ceiling=ceiling)
+    call = trace.call = dataclasses.replace(call, data_class_ceiling=ceiling)
     local = local_tool(name)
     if local is not None:
         return _run_recorded(trace, call, lambda: _run_local(local, arguments), wall)
@@ -148,7 +150,7 @@ def _execute(
         return _refused(trace, call, "unknown_tool", f"unknown tool {clean(name)!r}", wall)
     server = row.server
     trace.server, trace.origin = server.identifier, _origin(row)
-    call = dataclasses.replace(call, tool=row)
+    call = trace.call = dataclasses.replace(call, tool=row)
     refusal = _refusal(row, ceiling)
     if refusal is not None:
         return _refused(trace, call, *refusal, wall)
@@ -333,11 +335,19 @@ def _unexpected(trace: _Trace, exc: Exception, wall: WallClock) -> ToolResult:
         "the details are in the site's log"
     )
     result = ToolResult(text, True, trace.server, "failed", trace.call_id)
-    if trace.call_id is not None and trace.running:
-        try:
+    try:
+        if trace.call_id is not None and trace.running:
             _record_outcome(trace, _Ran(result, "internal"), time.monotonic(), wall)
-        except Exception:
-            logger.warning("the failure of tool call %s was not recorded", trace.call_id, exc_info=True)
+        elif trace.call_id is None and trace.call is not None:
+            # Failed before its row was written: the ledger still gets one, if it can.
+            call_id = ledger.open_call(
+                trace.call, ToolCallStatus.FAILED, wall(), error_kind="internal", result_text=text
+            )
+            result = dataclasses.replace(result, call_id=call_id)
+    except Exception:
+        logger.warning(
+            "the failure of tool call %s was not recorded", trace.call_id or trace.name, exc_info=True
+        )
     return result
 
 

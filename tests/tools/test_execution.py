@@ -225,7 +225,7 @@ def test_a_store_credential_or_database_error_is_an_error_result_naming_the_serv
 
 
 def test_a_lookup_that_fails_in_the_database_is_an_error_result(monkeypatch, caplog):
-    """Even the tool lookup failing (the database gone) comes back as a result, not an exception."""
+    """Even the tool lookup failing comes back as a result, not an exception, and is recorded."""
     from nr_llm.models import McpTool
 
     def broken(*args, **kwargs):
@@ -233,9 +233,17 @@ def test_a_lookup_that_fails_in_the_database_is_an_error_result(monkeypatch, cap
 
     monkeypatch.setattr(McpTool.objects, "select_related", broken)
     with caplog.at_level(logging.ERROR, logger="nr_llm.tools"):
-        result = tools.execute("mcp_any_tool", {})
+        result = tools.execute("mcp_any_tool", {}, actor="bot")
     assert result.is_error and "OperationalError" in result.text
     assert "failed unexpectedly" in caplog.text
+    # The ledger (on its own connection) still records the failed call.
+    row = _row(result)
+    assert (row.tool_name, row.status, row.error_kind, row.actor_label) == (
+        "mcp_any_tool",
+        "failed",
+        "internal",
+        "bot",
+    )
 
 
 def test_a_transport_error_is_recorded_with_its_kind():
