@@ -1,10 +1,12 @@
 """The tool-call ledger: one ``ToolCall`` row per ``execute()``, and the approval it may need.
 
 Rows are written only by ``ledger.py`` (in a transaction of their own) and never by a form.
-The references to the server, the tool and the users are kept without database constraints
-and set to NULL when their row goes: an audit row must outlive what it names (the names are
-copied into it), and a constraint check would wait on a caller's uncommitted tool or server
-row from the ledger's own connection, a wait the caller can never end.
+The references to the server, the tool and the users have no database constraint and are
+left alone when their row goes (``DO_NOTHING``): an audit row outlives what it names (the
+names are copied into it), and nobody else's transaction ever touches a ledger row. A
+``SET NULL`` cascade would lock the row a caller's own transaction then keeps from the
+ledger's connection (deleting a server in an ``atomic`` block around a call would wait on
+itself for good), and a constraint check would wait on a caller's uncommitted tool row.
 """
 
 from __future__ import annotations
@@ -29,9 +31,14 @@ class ToolCallStatus(models.TextChoices):
 PENDING = (ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.APPROVED)
 
 
-def _unconstrained(to: str) -> models.ForeignKey:  # type: ignore[type-arg]
+def _unconstrained(to: str, related_name: str = "+") -> models.ForeignKey:  # type: ignore[type-arg]
     return models.ForeignKey(
-        to, null=True, blank=True, on_delete=models.SET_NULL, db_constraint=False, related_name="+"
+        to,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name=related_name,
     )
 
 
@@ -41,14 +48,7 @@ class ToolCall(models.Model):
     # What was called, copied at call time: the tool or its server may be renamed or deleted.
     tool_name = models.CharField("tool", max_length=200)
     tool = _unconstrained("nr_llm.McpTool")
-    server = models.ForeignKey(
-        "nr_llm.McpServer",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        db_constraint=False,
-        related_name="tool_calls",
-    )
+    server = _unconstrained("nr_llm.McpServer", related_name="tool_calls")
     server_identifier = models.CharField("server", max_length=32, blank=True)
     remote_name = models.CharField(max_length=255, blank=True)
     # The definition the approver read and the model was offered, as it was at call time.

@@ -252,3 +252,11 @@ def test_trying_a_tool_of_an_approval_server_holds_the_call_and_links_to_it():
     text = page.content.decode()
     assert "The call awaits approval" in text
     assert reverse("admin:nr_llm_toolcallapproval_change", args=[call.pk]) in text
+
+
+def test_the_page_of_a_call_whose_server_was_deleted_still_shows_it():
+    """The copied names stand in for the rows that are gone."""
+    call = _held()
+    McpServer.objects.all().delete()
+    page = _approver_client().get(_change(call, "toolcallapproval")).content.decode()
+    assert "mcp_guarded_echo" in page and "no longer in the catalogue" in page

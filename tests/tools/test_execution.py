@@ -272,3 +272,22 @@ def test_mcp_rotate_credentials_re_encrypts_the_ledger(settings):
     settings.NR_LLM_CREDENTIAL_KEYS = ["other-key-0123456789abcdef"]
     with pytest.raises(CredentialUnavailable):
         credentials.decrypt(row.arguments_ciphertext)
+
+
+def test_the_row_outlives_its_server_tool_and_actor_and_a_delete_never_touches_it():
+    """Deleting the server (and with it the tool) or the user leaves the row as written: nothing
+    of another transaction locks a ledger row, even a delete inside the caller's own."""
+    tool = guarded_tool(requires_approval=False)
+    user = approver("ida", allowed=False)
+    row = _row(tools.execute(tool.tool_name, {"text": "x"}, client=FakeClient(), actor=user))
+    with CaptureQueriesContext(connection) as deleting, transaction.atomic():
+        tool.server.delete()
+        user.delete()
+    assert not any("nr_llm_toolcall" in query["sql"] for query in deleting.captured_queries)
+    kept = ToolCall.objects.get(pk=row.pk)
+    assert (kept.tool_name, kept.server_identifier, kept.actor_label, kept.status) == (
+        "mcp_guarded_echo",
+        "guarded",
+        "ida",
+        "succeeded",
+    )
