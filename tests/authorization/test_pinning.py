@@ -186,8 +186,11 @@ def test_the_migration_keeps_existing_rows_working_where_it_can() -> None:
     authorized by; one without stays empty (the admin asks for it); a grant whose resource covers
     the URL is bound to it, one whose URL was edited away stays unbound (set aside)."""
     executor = MigrationExecutor(connection)
-    executor.migrate([("nr_llm", "0003_oauth_authorization")])
-    apps = executor.loader.project_state([("nr_llm", "0003_oauth_authorization")]).apps
+    # Just before 0006, whatever it is chained after.
+    parents = executor.loader.graph.node_map[("nr_llm", "0006_oauth_pinned_issuer")].parents
+    [before] = [parent for parent in parents if parent.key[0] == "nr_llm"]
+    executor.migrate([before.key])
+    apps = executor.loader.project_state([before.key]).apps
     Server = apps.get_model("nr_llm", "McpServer")
     Record = apps.get_model("nr_llm", "OAuthGrantRecord")
     for identifier, url, resource in (
