@@ -24,15 +24,18 @@ T = TypeVar("T")
 
 
 def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-transaction") -> T:
-    """Run ``work`` in a transaction committed on its own; its exception is raised here."""
+    """Run ``work`` in a transaction committed on its own; its result is returned only once
+    committed, and its exception (a failed commit's included) is raised here."""
     result: Future[T] = Future()
 
     def run() -> None:
         try:
             with transaction.atomic():
-                result.set_result(work())
+                value = work()
         except BaseException as exc:  # handed to the caller, raised there
             result.set_exception(exc)
+        else:
+            result.set_result(value)
         finally:
             connection.close()
 

@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("nr_llm", "0003_oauth_authorization"),
+        ("nr_llm", "0006_oauth_pinned_issuer"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
