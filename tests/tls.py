@@ -18,12 +18,14 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import requests
 import trustme
 
 from tests.peers import running
+from tests.peers.named import named_session
 
 # The test names and what they resolve to (RFC 6761 reserves .test for exactly this).
 NAMES: dict[str, list[str]] = {
@@ -113,35 +115,18 @@ def sdk_server_tls(authority: TestAuthority, name: str, *args: str) -> Iterator[
         yield f"https://{name}:{port}/mcp"
 
 
-def peer_log(url: str, authority: TestAuthority, path: str) -> Any:
-    """GET ``path`` of a TLS SDK peer (its /requests or /sni log), by 127.0.0.1 with the name as SNI."""
-    from urllib.parse import urlsplit
+def names_session(authority: TestAuthority) -> requests.Session:
+    """Plain requests reaching the test names over https, trusting the test CA (tests/peers/named.py)."""
+    return named_session({name: addresses[-1] for name, addresses in NAMES.items()}, str(authority.bundle))
 
+
+def peer_log(url: str, authority: TestAuthority, path: str) -> Any:
+    """GET ``path`` of a TLS SDK peer (its /requests or /sni log), by its name."""
     parts = urlsplit(url)
-    assert parts.hostname is not None
-    with requests.Session() as session:
-        session.mount("https://", _NamedAdapter(parts.hostname))
-        answer = session.get(
-            f"https://127.0.0.1:{parts.port}{path}",
-            headers={"Host": f"{parts.hostname}:{parts.port}"},
-            verify=str(authority.bundle),
-            timeout=10,
-        )
+    with names_session(authority) as session:
+        answer = session.get(f"https://{parts.netloc}{path}", timeout=10)
     answer.raise_for_status()
     return answer.json()
-
-
-class _NamedAdapter(requests.adapters.HTTPAdapter):
-    """Dial 127.0.0.1 while verifying (and sending SNI for) ``name``: the test's own way in."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-        super().__init__()
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["server_hostname"] = self._name
-        kwargs["assert_hostname"] = self._name
-        super().init_poolmanager(*args, **kwargs)
 
 
 @contextlib.contextmanager
