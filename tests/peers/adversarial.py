@@ -413,6 +413,13 @@ class TlsServer(Server):
         request.close()
 
 
+# Handshakes that never finish: no HTTP server behind them at all.
+RAW_TLS: dict[str, type[socketserver.BaseRequestHandler]] = {
+    "--tls-stall": TlsStall,
+    "--tls-trickle": TlsTrickle,
+}
+
+
 def _option(name: str) -> str | None:
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
 
@@ -424,17 +431,12 @@ def main() -> None:
         print(f"PORT {secure.server_address[1]}", flush=True)
         secure.serve_forever(poll_interval=0.2)
         return
-    if "--tls-stall" in sys.argv:
-        stall = socketserver.ThreadingTCPServer(("127.0.0.1", 0), TlsStall)
-        stall.daemon_threads = True
-        print(f"PORT {stall.server_address[1]}", flush=True)
-        stall.serve_forever(poll_interval=0.2)
-        return
-    if "--tls-trickle" in sys.argv:
-        tls = socketserver.ThreadingTCPServer(("127.0.0.1", 0), TlsTrickle)
-        tls.daemon_threads = True
-        print(f"PORT {tls.server_address[1]}", flush=True)
-        tls.serve_forever(poll_interval=0.2)
+    raw = [handler for flag, handler in RAW_TLS.items() if flag in sys.argv]
+    if raw:
+        tcp = socketserver.ThreadingTCPServer(("127.0.0.1", 0), raw[0])
+        tcp.daemon_threads = True
+        print(f"PORT {tcp.server_address[1]}", flush=True)
+        tcp.serve_forever(poll_interval=0.2)
         return
     server = Server(("127.0.0.1", 0), Handler)
     print(f"PORT {server.server_address[1]}", flush=True)
