@@ -241,6 +241,40 @@ class OAuthPeers:
     mcp: ProtectedMcpServer
 
 
+def connect_on_legs(
+    legs: Any, peers: OAuthPeers, config: Any, store: Any, *, browser: requests.Session | None = None
+) -> tuple[Any, str]:
+    """The operator's Connect on the client's own OAuth legs (``nr_llm.mcp.oauth.OAuthLegs``):
+    probe, start, the browser's round trip (``browser``: e.g. a session reaching test names),
+    finish. Returns the grant and the authorization URL the browser was sent to."""
+    from nr_llm.mcp.oauth import SystemWallClock, finish_authorization, probe_challenge, start_authorization
+
+    wall = SystemWallClock()
+    challenge = probe_challenge(legs, peers.mcp.url)
+    assert challenge is not None
+    started = start_authorization(
+        legs,
+        peers.mcp.url,
+        config,
+        store,
+        wall,
+        resource_metadata=challenge.resource_metadata,
+        challenged_scopes=challenge.scopes,
+    )
+    location = peers.auth.approve(started.url, session=browser)
+    callback = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+    grant = finish_authorization(
+        legs,
+        started.pending,
+        config,
+        wall,
+        code=callback.get("code"),
+        state=callback.get("state"),
+        iss=callback.get("iss"),
+    )
+    return grant, started.url
+
+
 def pkce_pair() -> tuple[str, str]:
     """A PKCE verifier and its S256 challenge (RFC 7636), for tests that drive the flow by hand."""
     verifier = secrets.token_urlsafe(48)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import replace
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -20,12 +19,8 @@ from nr_llm.mcp.oauth import (
     MemoryGrantStore,
     OAuthLegs,
     OAuthSettings,
-    SystemWallClock,
-    finish_authorization,
-    probe_challenge,
-    start_authorization,
 )
-from tests.oauth_peers import OAuthPeers, start_oauth_peers
+from tests.oauth_peers import OAuthPeers, connect_on_legs, start_oauth_peers
 from tests.tls import TestAuthority, names_session, peer_log, resolve_test_names
 
 pytestmark = pytest.mark.e2e
@@ -80,41 +75,12 @@ def test_an_expired_token_is_refreshed_by_name_over_tls(tls: TestAuthority, tls_
     auth, mcp = tls_peers.auth, tls_peers.mcp
     config = ClientConfig(redirect_uri=REDIRECT)
     store = MemoryGrantStore()
-    wall = SystemWallClock()
     deadline = OperationDeadline(30, MonotonicClock(), "peer")
-    with (
-        OAuthLegs(
-            "peer",
-            deadline,
-            allow_private_networks=True,
-            resolver=resolve_test_names,
-            ca_bundle=str(tls.bundle),
-        ) as legs,
-        names_session(tls) as browser,
-    ):
-        challenge = probe_challenge(legs, mcp.url)
-        assert challenge is not None
-        started = start_authorization(
-            legs,
-            mcp.url,
-            config,
-            store,
-            wall,
-            resource_metadata=challenge.resource_metadata,
-            challenged_scopes=challenge.scopes,
-        )
-        callback = {
-            k: v[0] for k, v in parse_qs(urlsplit(auth.approve(started.url, session=browser)).query).items()
-        }
-        grant = finish_authorization(
-            legs,
-            started.pending,
-            config,
-            wall,
-            code=callback.get("code"),
-            state=callback.get("state"),
-            iss=callback.get("iss"),
-        )
+    legs = OAuthLegs(
+        "peer", deadline, allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(tls.bundle)
+    )
+    with legs, names_session(tls) as browser:
+        grant, _ = connect_on_legs(legs, tls_peers, config, store, browser=browser)
     assert grant.refresh_token and grant.token_endpoint.startswith("https://auth.test:")
     store.save("peer", replace(grant, expires_at=0.0))
     before = auth.token_requests("refresh_token")
