@@ -14,6 +14,7 @@ import pytest
 
 from nr_llm.mcp import Endpoint, McpClient
 from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.errors import McpTransportError
 from nr_llm.mcp.oauth import (
     ClientConfig,
     MemoryGrantStore,
@@ -21,7 +22,7 @@ from nr_llm.mcp.oauth import (
     OAuthSettings,
 )
 from tests.oauth_peers import OAuthPeers, connect_on_legs, start_oauth_peers
-from tests.tls import TestAuthority, names_session, peer_log, resolve_test_names
+from tests.tls import TestAuthority, log_entries, names_session, peer_log, resolve_test_names, tls_adversary
 
 pytestmark = pytest.mark.e2e
 
@@ -90,3 +91,28 @@ def test_an_expired_token_is_refreshed_by_name_over_tls(tls: TestAuthority, tls_
     renewed = store.load("peer")
     assert renewed is not None and renewed.access_token != grant.access_token
     _names_only(auth.server_names_seen(), "auth.test")
+
+
+def test_an_authorization_server_with_a_certificate_for_another_name_gets_no_request(
+    tls: TestAuthority,
+) -> None:
+    """An OAuth leg meets a certificate for another name: ``tls`` naming the server and the
+    endpoint's role (never its URL), and the peer received SNI for the name but no request."""
+    with tls_adversary(tls.issue("other.test")) as (port, log):
+        legs = OAuthLegs(
+            "peer",
+            OperationDeadline(10, MonotonicClock(), "peer"),
+            allow_private_networks=True,
+            resolver=resolve_test_names,
+            ca_bundle=str(tls.bundle),
+        )
+        with legs, pytest.raises(McpTransportError) as caught:
+            legs.post_form(
+                f"https://auth.test:{port}/token?k=hunter2", "token endpoint", {"grant_type": "x"}, {}
+            )
+        seen = log_entries(log)
+    assert caught.value.kind == "tls" and caught.value.__cause__ is None
+    assert str(caught.value) == (
+        "MCP server 'peer': its token endpoint presented a TLS certificate that is not valid for auth.test."
+    )
+    assert {"sni": "auth.test"} in seen and not [entry for entry in seen if "request" in entry]
