@@ -98,10 +98,17 @@ class Reading:
     the size cap and the watchdog's grant."""
 
     def __init__(
-        self, response: requests.Response, peer: Peer, watchdog: LegWatchdog, seconds: float
+        self,
+        response: requests.Response,
+        peer: Peer,
+        watchdog: LegWatchdog,
+        seconds: float,
+        started_ns: int = 0,
     ) -> None:
         self.response = response
         self.peer = peer
+        # The machine's clock when the request was sent (0 without a clock): for latency.
+        self.started_ns = started_ns
         self._watchdog = watchdog
         self._seconds = seconds
 
@@ -156,10 +163,16 @@ class LegMachine:
     """Sends the legs of one operation over one hardened ``requests`` session."""
 
     def __init__(
-        self, session: requests.Session, *, allow_private_networks: bool, ca_bundle: str | None = None
+        self,
+        session: requests.Session,
+        *,
+        allow_private_networks: bool,
+        ca_bundle: str | None = None,
+        clock: Clock | None = None,
     ) -> None:
         # Direct, watched, a 3xx never read: the rules every leg's session follows.
         self.session = harden(session)
+        self._clock = clock
         self.allow_private_networks = allow_private_networks
         self.ca_bundle = ca_bundle
         self.sent = 0  # legs sent, for callers that report what an operation cost
@@ -190,6 +203,7 @@ class LegMachine:
         # left (at least the floor), so rounding up cannot carry the operation past its budget.
         wall_seconds = deadline.remaining_ns() / 1e9
         verify = self._verify(peer)
+        started_ns = self._clock.monotonic_ns() if self._clock is not None else 0
         self.sent += 1
         with LegWatchdog(
             wall_seconds, allow_private_networks=self.allow_private_networks, addresses=addresses
@@ -206,7 +220,7 @@ class LegMachine:
                     verify=verify,
                 )
                 try:
-                    reading = Reading(response, peer, watchdog, wall_seconds)
+                    reading = Reading(response, peer, watchdog, wall_seconds, started_ns)
                     _refuse_redirect(reading, quote_location)
                     return read(reading)
                 finally:
@@ -437,7 +451,9 @@ class Transport:
         self.endpoint = endpoint
         self.server = endpoint.identifier
         self._peer = Peer(endpoint.identifier)
-        self._legs = LegMachine(session, allow_private_networks=allow_private_networks, ca_bundle=ca_bundle)
+        self._legs = LegMachine(
+            session, allow_private_networks=allow_private_networks, ca_bundle=ca_bundle, clock=clock
+        )
         self._clock = clock
         self.auth_headers = auth_headers
         self._addresses = tuple(addresses)
@@ -550,12 +566,13 @@ class Transport:
             headers["Content-Type"] = "application/json"
             body = json.dumps(message, separators=(",", ":")).encode()
         request_id = message.get("id") if message is not None and "id" in message else expect_id
-        started = self._clock.monotonic_ns()
 
-        def read(reading: Reading) -> tuple[dict[str, Any] | None, str | None]:
-            return self._answer(reading, request_id, session_id), reading.headers.get("Mcp-Session-Id")
+        def read(reading: Reading) -> tuple[dict[str, Any] | None, str | None, int]:
+            answer = self._answer(reading, request_id, session_id)
+            latency_ms = (self._clock.monotonic_ns() - reading.started_ns) // 1_000_000
+            return answer, reading.headers.get("Mcp-Session-Id"), latency_ms
 
-        answer, issued = self._legs.send(
+        answer, issued, latency_ms = self._legs.send(
             deadline,
             self._peer,
             method,
@@ -566,7 +583,6 @@ class Transport:
             addresses=self._addresses,
             quote_location=True,
         )
-        latency_ms = (self._clock.monotonic_ns() - started) // 1_000_000
         if issued is not None and not _VISIBLE_ASCII.fullmatch(issued):
             raise McpTransportError(
                 "malformed", self.server, f"MCP server {self.server!r} issued an invalid session id."
