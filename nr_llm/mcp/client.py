@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -101,7 +102,7 @@ class McpClient:
         era_cache_seconds: float = DEFAULT_ERA_CACHE_SECONDS,
         wall: WallClock | None = None,
         resolver: Resolver | None = None,
-        ca_bundle: str | None = None,
+        ca_bundle: str | os.PathLike[str] | None = None,
     ) -> None:
         """``resolver`` maps a host name and port to the addresses to dial (the system's
         ``getaddrinfo`` by default; tests map names to loopback), for MCP and OAuth legs alike.
@@ -109,7 +110,8 @@ class McpClient:
         ``requests`` ships (certifi); the environment's REQUESTS_CA_BUNDLE is never read."""
         self.allow_private_networks = allow_private_networks
         self.resolver = resolver
-        self.ca_bundle = ca_bundle
+        # A str: requests reads a Path as a mere truthy value, and would trust certifi instead.
+        self.ca_bundle = None if ca_bundle is None else os.fspath(ca_bundle)
         # Epoch seconds for OAuth token expiry, which is absolute so it survives a restart.
         self.wall: WallClock = wall or SystemWallClock()
         self.clock: Clock = clock or MonotonicClock()

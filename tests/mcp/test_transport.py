@@ -71,3 +71,10 @@ def test_the_oauth_legs_use_the_same_trust(mock, tmp_path) -> None:
         caught.value
     )
     assert len(mock.calls) == 0
+
+
+def test_a_ca_bundle_given_as_a_path_is_used_as_a_path(tmp_path) -> None:
+    """McpClient(ca_bundle=Path(...)) keeps the file's name (requests would read a Path as
+    'verify: yes' and trust certifi instead)."""
+    bundle = tmp_path / "ca.pem"
+    assert McpClient(ca_bundle=bundle).ca_bundle == str(bundle)
