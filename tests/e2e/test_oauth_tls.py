@@ -60,7 +60,10 @@ def test_client_credentials_by_name_over_tls(tls: TestAuthority, tls_peers: OAut
     machine = auth.machine_client
     before = auth.token_requests("client_credentials")
     config = ClientConfig(
-        grant="client_credentials", client_id=machine.client_id, client_secret=machine.client_secret
+        grant="client_credentials",
+        client_id=machine.client_id,
+        client_secret=machine.client_secret,
+        issuer=auth.issuer,
     )
     who = _whoami(tls, tls_peers, OAuthSettings(config, MemoryGrantStore()))
     assert who["client_id"] == machine.client_id and who["resource"] == tls_peers.mcp.url
