@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import ssl
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -166,6 +168,37 @@ def check_governance(**kwargs: Any) -> list[CheckMessage]:
     return errors
 
 
+def check_ca_bundle(**kwargs: Any) -> list[CheckMessage]:
+    raw = getattr(settings, "NR_LLM_MCP_CA_BUNDLE", _MISSING)
+    if raw is _MISSING or raw is None or raw == "":
+        return []
+    problem = ca_bundle_problem(raw)
+    if problem:
+        return [
+            Error(
+                f"NR_LLM_MCP_CA_BUNDLE {problem}.",
+                hint="Name a PEM file of the CA certificates to trust for https MCP and OAuth servers, "
+                "or remove the setting to trust the certificates requests ships.",
+                id="nr_llm.E007",
+            )
+        ]
+    return []
+
+
+def ca_bundle_problem(raw: object) -> str:
+    """Why ``raw`` is no readable PEM file of CA certificates ("" when it is one)."""
+    if not isinstance(raw, str | os.PathLike):
+        return f"must be the path of a PEM file, not {type(raw).__name__}"
+    try:
+        # ssl parses the file as the transport will: a PEM file it cannot load fails here.
+        loaded = ssl.create_default_context(cafile=os.fspath(raw)).cert_store_stats()["x509_ca"]
+    except FileNotFoundError:
+        return f"names no file ({os.fspath(raw)!r})"
+    except (OSError, ssl.SSLError):
+        return f"is not a readable PEM file of certificates ({os.fspath(raw)!r})"
+    return "" if loaded else f"holds no CA certificate ({os.fspath(raw)!r})"
+
+
 COMPLETION_MIDDLEWARE = "nr_llm.observability.middleware.RequestCompletionMiddleware"
 
 
@@ -193,6 +226,7 @@ def register() -> None:
         check_request_events,
         check_public_base_url,
         check_governance,
+        check_ca_bundle,
         check_completion_middleware_is_last,
     ):
         register_check(check, "nr_llm")

@@ -7,6 +7,7 @@ import time. Defaults live here and only here; ``checks.py`` reports bad values.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -75,6 +76,14 @@ class Settings:
     def MCP_ALLOW_PRIVATE_NETWORKS(self) -> bool:
         """Allow MCP servers on loopback/private/link-local addresses (off: SSRF guard)."""
         return getattr(django_settings, "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS", False) is True
+
+    @property
+    def MCP_CA_BUNDLE(self) -> str | None:
+        """A PEM file of the authorities to trust for https MCP and OAuth servers, instead of
+        the certificates ``requests`` ships (certifi); None (unset or empty) keeps those.
+        REQUESTS_CA_BUNDLE and SSL_CERT_FILE are never read (docs/mcp-client.md, "Trust")."""
+        raw = getattr(django_settings, "NR_LLM_MCP_CA_BUNDLE", None)
+        return str(raw) if isinstance(raw, str | os.PathLike) and str(raw) else None
 
     @property
     def CREDENTIAL_KEYS(self) -> list[str]:

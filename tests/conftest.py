@@ -8,8 +8,9 @@ import pytest
 
 from nr_llm.mcp.eras import process_cache
 from tests.oauth_peers import oauth_peers
+from tests.tls import tls
 
-__all__ = ["oauth_peers"]
+__all__ = ["oauth_peers", "tls"]
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,10 @@ django-oauth-toolkit in a second Django site under gunicorn (tests/peers/oauth_s
 and the official SDK's MCP server checking its tokens by introspection
 (tests/peers/oauth_mcp_server.py), both on 127.0.0.1 with OS-chosen ports, and stops both
 at the end of the session. ``start_oauth_peers()`` starts a separate pair, e.g. with a
-short access-token lifetime. Secrets are chosen per run. See tests/peers/README.md.
+short access-token lifetime, or (``tls=``) both over https by name: the authorization
+server at ``https://auth.test:<port>`` and the MCP server at ``https://mcp.test:<port>/mcp``,
+with certificates of the session's test CA (tests/tls.py). Secrets are chosen per run. See
+tests/peers/README.md.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import requests
 
 from tests.peers import announced_port, spawned
 from tests.peers.oauth_site import fingerprint as fingerprint  # the request log's name for a token
+from tests.tls import NAMES, TestAuthority
 
 # Loopback redirect URIs match on any port (RFC 8252 §7.3, which the toolkit applies), so a
 # client registered with http://127.0.0.1/callback accepts http://127.0.0.1:<port>/callback.
@@ -97,6 +101,13 @@ class AuthorizationServer:
     @property
     def request_log(self) -> Path:
         return self.directory / "requests.jsonl"
+
+    def server_names_seen(self) -> list[str | None]:
+        """The SNI of every TLS ClientHello that reached the server (over https only)."""
+        log = self.directory / "sni.jsonl"
+        if not log.exists():
+            return []
+        return [json.loads(line)["sni"] for line in log.read_text().splitlines() if line.strip()]
 
     def requests_seen(
         self, endpoint: str | None = None, grant_type: str | None = None
@@ -230,6 +241,40 @@ class OAuthPeers:
     mcp: ProtectedMcpServer
 
 
+def connect_on_legs(
+    legs: Any, peers: OAuthPeers, config: Any, store: Any, *, browser: requests.Session | None = None
+) -> tuple[Any, str]:
+    """The operator's Connect on the client's own OAuth legs (``nr_llm.mcp.oauth.OAuthLegs``):
+    probe, start, the browser's round trip (``browser``: e.g. a session reaching test names),
+    finish. Returns the grant and the authorization URL the browser was sent to."""
+    from nr_llm.mcp.oauth import SystemWallClock, finish_authorization, probe_challenge, start_authorization
+
+    wall = SystemWallClock()
+    challenge = probe_challenge(legs, peers.mcp.url)
+    assert challenge is not None
+    started = start_authorization(
+        legs,
+        peers.mcp.url,
+        config,
+        store,
+        wall,
+        resource_metadata=challenge.resource_metadata,
+        challenged_scopes=challenge.scopes,
+    )
+    location = peers.auth.approve(started.url, session=browser)
+    callback = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+    grant = finish_authorization(
+        legs,
+        started.pending,
+        config,
+        wall,
+        code=callback.get("code"),
+        state=callback.get("state"),
+        iss=callback.get("iss"),
+    )
+    return grant, started.url
+
+
 def pkce_pair() -> tuple[str, str]:
     """A PKCE verifier and its S256 challenge (RFC 7636), for tests that drive the flow by hand."""
     verifier = secrets.token_urlsafe(48)
@@ -239,9 +284,12 @@ def pkce_pair() -> tuple[str, str]:
 
 @contextlib.contextmanager
 def start_oauth_peers(
-    *, access_token_seconds: int = 300, redirect_uris: tuple[str, ...] = DEFAULT_REDIRECT_URIS
+    *,
+    access_token_seconds: int = 300,
+    redirect_uris: tuple[str, ...] = DEFAULT_REDIRECT_URIS,
+    tls: TestAuthority | None = None,
 ) -> Iterator[OAuthPeers]:
-    """Start both peers side by side, wait for both, stop both afterwards."""
+    """Start both peers side by side, wait for both, stop both afterwards (``tls``: by name, over https)."""
     with contextlib.ExitStack() as stack:
         directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="oauth-peer-")))
         seed = _seed(redirect_uris)
@@ -251,10 +299,21 @@ def start_oauth_peers(
         listener = stack.enter_context(socket.socket())
         listener.bind(("127.0.0.1", 0))
         listener.listen(128)
-        issuer = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        auth_host, mcp_host = ("auth.test", "mcp.test") if tls else ("127.0.0.1", "127.0.0.1")
+        scheme = "https" if tls else "http"
+        issuer = f"{scheme}://{auth_host}:{listener.getsockname()[1]}"
         auth = _authorization_server(issuer, seed, access_token_seconds, directory)
         resource = auth.resource_server_client
         assert resource.client_secret is not None
+        auth_tls: list[str] = []
+        mcp_tls: list[str] = []
+        if tls:
+            auth_files, mcp_files = tls.issue(auth_host), tls.issue(mcp_host)
+            auth_tls = ["--certfile", str(auth_files.certfile), "--keyfile", str(auth_files.keyfile)]
+            auth_tls += ["--public-host", auth_host]
+            mcp_tls = ["--certfile", str(mcp_files.certfile), "--keyfile", str(mcp_files.keyfile)]
+            mcp_tls += ["--public-host", mcp_host, "--introspection-ca", str(tls.bundle)]
+            mcp_tls += ["--introspection-address", NAMES[auth_host][-1]]
         auth_process = stack.enter_context(
             spawned(
                 [
@@ -267,6 +326,7 @@ def start_oauth_peers(
                     str(listener.fileno()),
                     "--access-token-seconds",
                     str(access_token_seconds),
+                    *auth_tls,
                 ],
                 pass_fds=[listener.fileno()],
             )
@@ -283,6 +343,7 @@ def start_oauth_peers(
                     auth.introspection_endpoint,
                     "--client-id",
                     resource.client_id,
+                    *mcp_tls,
                 ],
                 env={"OAUTH_MCP_INTROSPECTION_SECRET": resource.client_secret},
             )
@@ -290,8 +351,8 @@ def start_oauth_peers(
         announced_port(auth_process, STARTUP_SECONDS)
         mcp_port = announced_port(mcp_process, STARTUP_SECONDS)
         mcp = ProtectedMcpServer(
-            url=f"http://127.0.0.1:{mcp_port}/mcp",
-            resource_metadata_url=f"http://127.0.0.1:{mcp_port}/.well-known/oauth-protected-resource/mcp",
+            url=f"{scheme}://{mcp_host}:{mcp_port}/mcp",
+            resource_metadata_url=f"{scheme}://{mcp_host}:{mcp_port}/.well-known/oauth-protected-resource/mcp",
             required_scope="mcp:tools",
             admin_scope="mcp:admin",
         )

@@ -31,6 +31,8 @@ BAD_VALUES = [
     ("NR_LLM_APPROVAL_EXPIRY_SECONDS", "an hour", "nr_llm.E021"),
     ("NR_LLM_APPROVAL_SECOND_APPROVER", "false", "nr_llm.E022"),
     ("NR_LLM_DATA_CLASS_CEILING", "public", "nr_llm.E023"),
+    ("NR_LLM_MCP_CA_BUNDLE", "/nonexistent/nr-llm/ca.pem", "nr_llm.E007"),
+    ("NR_LLM_MCP_CA_BUNDLE", ["/etc/ssl/ca.pem"], "nr_llm.E007"),
 ]
 
 
@@ -78,3 +80,34 @@ def test_manage_py_check_exits_non_zero_in_a_real_process():
     )
     assert result.returncode != 0
     assert "nr_llm.E001" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"not a certificate at all\n", "is not a readable PEM file"),
+        (b"", "is not a readable PEM file"),
+    ],
+    ids=["garbage", "empty"],
+)
+def test_a_ca_bundle_that_does_not_parse_as_pem_certificates_fails_the_check(tmp_path, content, problem):
+    """NR_LLM_MCP_CA_BUNDLE must parse as PEM certificates, as the transport will load it: E007."""
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(content)
+    with override_settings(NR_LLM_MCP_CA_BUNDLE=str(bundle)), pytest.raises(SystemCheckError) as info:
+        call_command("check", "--tag", "nr_llm")
+    assert "nr_llm.E007" in str(info.value) and problem in str(info.value)
+
+
+def test_a_leaf_certificate_is_not_a_ca_bundle(tmp_path, tls):
+    """A server's own certificate (no CA among it) is no trust anchor: E007 says so."""
+    bundle = tls.issue("mcp.test").certfile
+    with override_settings(NR_LLM_MCP_CA_BUNDLE=str(bundle)), pytest.raises(SystemCheckError) as info:
+        call_command("check", "--tag", "nr_llm")
+    assert "nr_llm.E007" in str(info.value) and "holds no CA certificate" in str(info.value)
+
+
+def test_the_test_ca_s_pem_file_passes_the_check(tls):
+    """A PEM file of CA certificates (the test session's CA) passes."""
+    with override_settings(NR_LLM_MCP_CA_BUNDLE=str(tls.bundle)):
+        call_command("check", "--tag", "nr_llm")

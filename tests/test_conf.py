@@ -57,3 +57,13 @@ def test_the_app_client_gets_the_configured_era_lifetime():
 
     with override_settings(NR_LLM_MCP_ERA_CACHE_SECONDS=42):
         assert mcp_client().era_cache_seconds == 42.0
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(None, None), ("", None), ("/etc/site/ca.pem", "/etc/site/ca.pem"), (["/etc/site/ca.pem"], None)],
+)
+def test_the_ca_bundle_is_a_path_or_none(raw, expected):
+    """NR_LLM_MCP_CA_BUNDLE: a path is taken as given; unset, empty or not a path keeps requests' trust."""
+    with override_settings(NR_LLM_MCP_CA_BUNDLE=raw):
+        assert expected == conf.MCP_CA_BUNDLE

@@ -135,7 +135,12 @@ def _decrypted(ciphertext: str) -> str | None:
 
 def _legs(server: McpServer) -> tuple[OAuthLegs, OperationDeadline]:
     deadline = OperationDeadline(server.budget_seconds, MonotonicClock(), server.identifier)
-    legs = OAuthLegs(server.identifier, deadline, allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS)
+    legs = OAuthLegs(
+        server.identifier,
+        deadline,
+        allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS,
+        ca_bundle=conf.MCP_CA_BUNDLE,
+    )
     return legs, deadline
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -32,14 +33,21 @@ from .endpoint import Endpoint
 from .eras import DEFAULT_ERA_CACHE_SECONDS, EraCache, cache_key, lifetime_seconds, process_cache
 from .errors import McpTransportError
 from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConversation
-from .hostgate import refuse_private, resolve
+from .hostgate import Resolver, refuse_private, resolve
 from .modern_conversation import InputResponder, ModernConversation
 from .oauth.identity import WallClock
 from .oauth.tokens import OperationTokens, SystemWallClock
 from .param_headers import param_headers
 from .results import CallOutcome, ConnectionReport
 from .text import NAME_LIMIT, clean
-from .transport import SessionFactory, Transport, auth_headers, bearer_header, default_session
+from .transport import (
+    SessionFactory,
+    Transport,
+    auth_headers,
+    bearer_header,
+    default_session,
+    refuse_clear_text,
+)
 
 __all__ = ["KNOWN_PROTOCOL_VERSIONS", "MAX_PAGES", "PROTOCOL_VERSION", "InputResponder", "McpClient"]
 
@@ -55,6 +63,8 @@ _NOT_EVIDENCE = frozenset(
         "deadline_exhausted",
         "timeout",
         "unreachable",
+        # A failed TLS handshake: no HTTP answer at all, so nothing about the era.
+        "tls",
         "refused_host",
         "redirect",
         "too_large",
@@ -92,8 +102,17 @@ class McpClient:
         era_cache: EraCache | None = None,
         era_cache_seconds: float = DEFAULT_ERA_CACHE_SECONDS,
         wall: WallClock | None = None,
+        resolver: Resolver | None = None,
+        ca_bundle: str | os.PathLike[str] | None = None,
     ) -> None:
+        """``resolver`` maps a host name and port to the addresses to dial (the system's
+        ``getaddrinfo`` by default; tests map names to loopback), for MCP and OAuth legs alike.
+        ``ca_bundle`` is a PEM file of the authorities to trust instead of the certificates
+        ``requests`` ships (certifi); the environment's REQUESTS_CA_BUNDLE is never read."""
         self.allow_private_networks = allow_private_networks
+        self.resolver = resolver
+        # A str: requests reads a Path as a mere truthy value, and would trust certifi instead.
+        self.ca_bundle = None if ca_bundle is None else os.fspath(ca_bundle)
         # Epoch seconds for OAuth token expiry, which is absolute so it survives a restart.
         self.wall: WallClock = wall or SystemWallClock()
         self.clock: Clock = clock or MonotonicClock()
@@ -272,10 +291,12 @@ class McpClient:
     @contextlib.contextmanager
     def _transport(self, endpoint: Endpoint) -> Iterator[tuple[Transport, OperationDeadline]]:
         deadline = OperationDeadline(endpoint.budget_seconds, self.clock, endpoint.identifier)
-        # Both refusals come before any session exists: nothing is sent, nothing attached.
+        # These refusals come before any session exists: nothing is sent, nothing attached.
         credential_headers = auth_headers(endpoint)
+        if not self.allow_private_networks:
+            refuse_clear_text(endpoint, bool(credential_headers) or endpoint.oauth is not None)
         # The lookup spends the operation's budget like a leg does.
-        addresses = resolve(endpoint.url, endpoint.identifier, deadline.grant())
+        addresses = resolve(endpoint.url, endpoint.identifier, deadline.grant(), self.resolver)
         if not self.allow_private_networks:
             refuse_private(addresses, endpoint.identifier)
         tokens = None
@@ -288,6 +309,8 @@ class McpClient:
                 allow_private_networks=self.allow_private_networks,
                 wall=self.wall,
                 session_factory=self.session_factory,
+                resolver=self.resolver,
+                ca_bundle=self.ca_bundle,
             )
         session = self.session_factory()
         try:
@@ -304,6 +327,7 @@ class McpClient:
                     allow_private_networks=self.allow_private_networks,
                     addresses=addresses,
                     authorizer=tokens,
+                    ca_bundle=self.ca_bundle,
                 ),
                 deadline,
             )

@@ -6,7 +6,11 @@ Exception tree::
         kind = deadline_exhausted   the operation's budget ran out; the server was not asked
                timeout              a leg outlived its grant on the wire
                unreachable          DNS, connect or connection failure
-               refused_host         the host resolves to a private/loopback address
+               tls                  the TLS handshake failed: a certificate from an issuer not
+                                    trusted here, for another name, expired or not yet valid,
+                                    or no handshake this client can complete
+               refused_host         the host resolves to a private/loopback address, or a
+                                    credential would travel over plain http to a public host
                redirect             a 3xx answer (never followed, its body never read)
                status               any other non-success HTTP status (401/403, 5xx, ...)
                content_type         neither JSON nor an event stream (an HTML page)
@@ -43,6 +47,7 @@ ErrorKind = Literal[
     "deadline_exhausted",
     "timeout",
     "unreachable",
+    "tls",
     "refused_host",
     "redirect",
     "status",

@@ -11,11 +11,21 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 from .errors import McpTransportError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+Resolver = Callable[[str, int], Sequence[str]]
+"""A host name and port to the addresses to dial, in order (e.g. names a test maps to loopback)."""
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """The system's answer (``getaddrinfo``), each address once, in the order it gave them."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
 def forbidden(address: IPAddress) -> bool:
@@ -52,12 +62,13 @@ def split_target(url: str, server: str) -> tuple[str, int]:
     return parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
-def resolve(url: str, server: str, seconds: int) -> list[str]:
+def resolve(url: str, server: str, seconds: int, resolver: Resolver | None = None) -> list[str]:
     """Every address the URL's host resolves to, looked up once within ``seconds``.
 
-    The system resolver has no timeout of its own, so it runs on a daemon thread that
-    the operation stops waiting for when its grant is spent. The connections of the
-    operation then use exactly these addresses: what the gate judged is what is dialled.
+    The system resolver has no timeout of its own, so the lookup (``resolver``, the system's
+    by default) runs on a daemon thread that the operation stops waiting for when its grant
+    is spent. The connections of the operation then use exactly these addresses: what the
+    gate judged is what is dialled. The URL's host stays the TLS identity (watchdog.py).
     """
     host, port = split_target(url, server)
     try:
@@ -70,9 +81,11 @@ def resolve(url: str, server: str, seconds: int) -> list[str]:
 
     def lookup() -> None:
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            found.append(list(dict.fromkeys(str(info[4][0]) for info in infos)))
-        except (OSError, UnicodeError) as exc:
+            answer = [str(address) for address in (resolver or system_resolver)(host, port)]
+            for address in answer:
+                ipaddress.ip_address(address.split("%", 1)[0])  # an address, or ValueError
+            found.append(list(dict.fromkeys(answer)))
+        except (OSError, UnicodeError, ValueError) as exc:
             failures.append(exc)
         finally:
             done.set()

@@ -1,28 +1,41 @@
-"""One HTTP leg of an MCP operation over ``requests``: the only module that touches
-``requests`` and the only place its exceptions are mapped.
+"""The leg machine: every HTTP request of the client, MCP or OAuth, is one leg made here.
 
-Each leg asks the operation's deadline for a grant before anything is built, sends with
-``timeout=(grant, grant)`` (never None or 0), streams the answer under a watchdog that
-ends the leg when the operation's budget is spent (the grant rounded up; the watchdog
-does not), and stops reading at the size cap. A JSON body and
-an event stream are read the same way: the first JSON-RPC response to our request id is
-the answer; server requests and notifications before it are skipped. The status line and
-headers count against their own allowance (headerlimit.py), read before the body cap
-applies; a 3xx is an error decided from them alone, its body never read.
+This is the only module that touches ``requests`` and the only place its exceptions are
+mapped, so TLS, the host gate, the caps and the error map cannot drift apart between the
+MCP legs (``Transport``) and the OAuth legs (``oauth/legs.py``, which vets its URLs and
+reads its JSON, but sends through ``LegMachine``).
+
+A leg asks the operation's deadline for a grant before anything is built (outside the
+exception map: a spent budget is not a failing server), sends with ``timeout=(grant,
+grant)`` (never None or 0) and streams the answer under a watchdog (watchdog.py) that
+dials the host gate's vetted addresses, keeps the URL's host as the TLS identity (SNI and
+the certificate's name) and ends the leg when the operation's budget is spent. The status
+line and headers count against their own allowance (headerlimit.py); a 3xx is refused from
+them alone, its body never read; a body stops at the size cap. Trust is ``verify=``: the
+certificates ``requests`` ships (certifi) unless a CA bundle is given; the environment
+(REQUESTS_CA_BUNDLE, SSL_CERT_FILE, proxies, .netrc) is ignored on purpose.
+
+For MCP, the first JSON-RPC response to our request id in a JSON body or an event stream
+is the answer; server requests and notifications before it are skipped.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 import requests
 import urllib3.exceptions
+from requests.adapters import HTTPAdapter
+from urllib3.util.ssl_match_hostname import CertificateError
 
 from . import jsonrpc
 from .deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
@@ -31,10 +44,11 @@ from .errors import ChallengeError, McpTransportError
 from .eventstream import EventStreamDecoder
 from .headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, HeaderFlood
 from .oauth.challenge import parse_challenge
-from .oauth.tokens import OperationTokens
-from .sessions import harden
 from .text import clean
-from .watchdog import LegWatchdog, RefusedPeer
+from .watchdog import POOL_CLASSES, LegWatchdog, RefusedPeer
+
+if TYPE_CHECKING:
+    from .oauth.tokens import OperationTokens
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 # A server that keeps closing its stream early is not followed around forever.
@@ -45,6 +59,346 @@ _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # A session id is visible ASCII (MCP transports, "Session Management"); an event id we
 # send back as Last-Event-ID must be too, or http.client raises encoding it.
 _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]{1,512}")
+
+T = TypeVar("T")
+
+# OpenSSL's X509_V_ERR_* codes, grouped by what an operator does about them.
+_UNTRUSTED_CODES = frozenset({2, 18, 19, 20, 21, 27})
+_NOT_YET_VALID = 9
+_EXPIRED = 10
+_WRONG_NAME_CODES = frozenset({62, 64})
+
+
+@dataclass(frozen=True)
+class Peer:
+    """Who a leg talks to, for its messages: the MCP server itself (``what`` None) or one of
+    its OAuth endpoints ("token endpoint"). Never the URL: it is attacker text and may hold
+    a secret in its query."""
+
+    server: str
+    what: str | None = None
+
+    @property
+    def subject(self) -> str:
+        named = f"MCP server {self.server!r}"
+        return named if self.what is None else f"{named}: its {self.what}"
+
+    def error(self, kind: Any, text: str, **extra: Any) -> McpTransportError:
+        """An error whose message is the subject followed by ``text`` (" did not answer")."""
+        return McpTransportError(kind, self.server, f"{self.subject}{text}", **extra)
+
+    def timeout(self, seconds: float) -> McpTransportError:
+        return self.error(
+            "timeout", f" did not answer within the {seconds:.1f} s left of this operation's budget."
+        )
+
+
+class Reading:
+    """An answer whose status line and headers are in; its body is read on demand, within
+    the size cap and the watchdog's grant."""
+
+    def __init__(
+        self,
+        response: requests.Response,
+        peer: Peer,
+        watchdog: LegWatchdog,
+        seconds: float,
+        started_ns: int = 0,
+    ) -> None:
+        self.response = response
+        self.peer = peer
+        # The machine's clock when the request was sent (0 without a clock): for latency.
+        self.started_ns = started_ns
+        self._watchdog = watchdog
+        self._seconds = seconds
+
+    @property
+    def status(self) -> int:
+        return self.response.status_code
+
+    @property
+    def headers(self) -> Any:
+        return self.response.headers
+
+    @property
+    def method(self) -> str | None:
+        return self.response.request.method
+
+    @property
+    def media(self) -> str:
+        """The Content-Type's media type, lower case, without parameters ("" when absent)."""
+        return str(self.response.headers.get("Content-Type", "")).split(";", 1)[0].strip().lower()
+
+    @property
+    def is_json(self) -> bool:
+        media = self.media
+        return media == "application/json" or media.endswith("+json")
+
+    def wrong_media(self, expected: str) -> McpTransportError:
+        """``content_type``: the answer is not what the leg reads (``expected`` says what is)."""
+        shown = clean(self.media or "no content type", 60)
+        return self.peer.error("content_type", f" answered with {shown}, {expected}.")
+
+    def chunks(self) -> Iterator[bytes]:
+        total = 0
+        while True:
+            chunk = self.response.raw.read1(_CHUNK_BYTES, decode_content=True)
+            if not chunk:
+                if self._watchdog.fired:
+                    raise self.peer.timeout(self._seconds)
+                return
+            total += len(chunk)
+            if total > MAX_BODY_BYTES:
+                raise self.peer.error(
+                    "too_large",
+                    f" sent more than {MAX_BODY_BYTES // (1024 * 1024)} MiB; reading stopped at the cap.",
+                )
+            yield chunk
+
+    def body(self) -> bytes:
+        return b"".join(self.chunks())
+
+
+class LegMachine:
+    """Sends the legs of one operation over one hardened ``requests`` session."""
+
+    def __init__(
+        self,
+        session: requests.Session,
+        *,
+        allow_private_networks: bool,
+        ca_bundle: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        # Direct, watched, a 3xx never read: the rules every leg's session follows.
+        self.session = harden(session)
+        self._clock = clock
+        self.allow_private_networks = allow_private_networks
+        self.ca_bundle = ca_bundle
+        self.sent = 0  # legs sent, for callers that report what an operation cost
+
+    def close(self) -> None:
+        self.session.close()
+
+    def send(
+        self,
+        deadline: OperationDeadline,
+        peer: Peer,
+        method: str,
+        url: str,
+        read: Callable[[Reading], T],
+        *,
+        headers: dict[str, str],
+        body: bytes | None,
+        addresses: tuple[str, ...],
+        quote_location: bool = False,
+    ) -> T:
+        """One leg: ``read`` gets the answer once its head is in (a 3xx never reaches it).
+
+        ``quote_location``: a redirect's message quotes where it pointed (cleaned).
+        """
+        # Deliberately outside the mapping below: a spent budget is not a failing server.
+        grant = deadline.grant()
+        # The socket waits get whole seconds (never 0); the wall clock gets exactly what is
+        # left (at least the floor), so rounding up cannot carry the operation past its budget.
+        wall_seconds = deadline.remaining_ns() / 1e9
+        verify = self._verify(peer)
+        started_ns = self._clock.monotonic_ns() if self._clock is not None else 0
+        self.sent += 1
+        with LegWatchdog(
+            wall_seconds, allow_private_networks=self.allow_private_networks, addresses=addresses
+        ) as watchdog:
+            try:
+                response = self.session.request(
+                    method,
+                    url,
+                    data=body,
+                    headers=headers,
+                    timeout=(grant, grant),
+                    allow_redirects=False,
+                    stream=True,
+                    verify=verify,
+                )
+                try:
+                    reading = Reading(response, peer, watchdog, wall_seconds, started_ns)
+                    _refuse_redirect(reading, quote_location)
+                    return read(reading)
+                finally:
+                    response.close()
+            except McpTransportError as exc:
+                if watchdog.fired:
+                    # Whatever the cut-off answer looked like, the grant ran out first.
+                    raise peer.timeout(wall_seconds) from exc
+                raise
+            except HeaderFlood:
+                raise peer.error(
+                    "too_large",
+                    f" sent a status line and headers over {MAX_HEADER_BYTES // 1024} KiB or "
+                    f"{MAX_HEADER_LINES} lines; reading stopped there.",
+                ) from None
+            except RefusedPeer:
+                to = "" if peer.what is None else f" to its {peer.what}"
+                raise McpTransportError(
+                    "refused_host",
+                    peer.server,
+                    f"MCP server {peer.server!r}: the connection{to} reached a non-public address; "
+                    "private networks are not allowed here.",
+                ) from None
+            except (
+                requests.RequestException,
+                urllib3.exceptions.HTTPError,
+                http.client.HTTPException,
+                OSError,
+            ) as exc:
+                # Not chained: the library's exception quotes the URL, and a logged
+                # traceback would show a secret in its query string. Its type is named
+                # in the message instead.
+                raise _failure(exc, peer, _host_of(url), watchdog.fired, wall_seconds) from None
+
+    def _verify(self, peer: Peer) -> bool | str:
+        if self.ca_bundle is None:
+            return True  # what requests trusts: certifi's bundle
+        if not os.path.isfile(self.ca_bundle):
+            # requests would raise quoting the path, after the grant; say it in an operator's words.
+            raise peer.error(
+                "tls",
+                " was not contacted: the CA bundle this installation trusts (NR_LLM_MCP_CA_BUNDLE) "
+                "is not a readable file.",
+            )
+        return self.ca_bundle
+
+
+def _refuse_redirect(reading: Reading, quote_location: bool) -> None:
+    status = reading.status
+    if not 300 <= status < 400:
+        return
+    # Before any byte of the body is read: closing the response unread drops its
+    # connection, so whatever body follows is never read or reused. Location is only
+    # quoted, never parsed.
+    where = f" to {clean(reading.headers.get('Location', 'elsewhere'))}" if quote_location else ""
+    raise reading.peer.error("redirect", f" redirected (HTTP {status}){where}; redirects are not followed.")
+
+
+def _host_of(url: str) -> str:
+    try:
+        return clean(urlsplit(url).hostname or "its host", 253)
+    except ValueError:
+        return "its host"
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it wraps: requests and urllib3 keep the ssl error in args, reason,
+    __cause__ or __context__, at most a few levels down."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < 20:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        wrapped = [current.__cause__, current.__context__, getattr(current, "reason", None), *current.args]
+        todo.extend(item for item in wrapped if isinstance(item, BaseException))
+
+
+def _tls_failure(exc: BaseException, peer: Peer, host: str) -> McpTransportError | None:
+    """``tls`` in an operator's words when ``exc`` is a failed handshake, else None."""
+    causes = list(_causes(exc))
+    for cause in causes:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            code = cause.verify_code
+            if code in _UNTRUSTED_CODES:
+                why = (
+                    " presented a TLS certificate from an issuer this installation does not trust "
+                    "(a site's own CA is trusted through NR_LLM_MCP_CA_BUNDLE)."
+                )
+            elif code == _EXPIRED:
+                why = " presented an expired TLS certificate."
+            elif code == _NOT_YET_VALID:
+                why = " presented a TLS certificate that is not valid yet (or this machine's clock is wrong)."
+            elif code in _WRONG_NAME_CODES:
+                why = f" presented a TLS certificate that is not valid for {host}."
+            else:
+                said = clean(cause.verify_message, 80)
+                why = f" presented a TLS certificate that could not be verified ({said})."
+            return peer.error("tls", why)
+        if isinstance(cause, CertificateError):
+            return peer.error("tls", f" presented a TLS certificate that is not valid for {host}.")
+    if not isinstance(exc, requests.exceptions.SSLError | urllib3.exceptions.SSLError):
+        return None
+    reason = next(
+        (str(cause.reason) for cause in causes if isinstance(cause, ssl.SSLError) and cause.reason), ""
+    )
+    hint = (
+        " (is it a plain http:// server?)"
+        if reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE")
+        else ""
+    )
+    said = f": {clean(reason, 60)}" if reason else ""
+    return peer.error("tls", f": the TLS handshake failed{said}{hint}.")
+
+
+def _failure(exc: Exception, peer: Peer, host: str, fired: bool, seconds: float) -> McpTransportError:
+    """Map an I/O failure, most specific first. The exception's own text is never used:
+    it can carry the URL (and a secret in its query string)."""
+    if fired:
+        return peer.timeout(seconds)
+    tls = _tls_failure(exc, peer, host)
+    if tls is not None:
+        return tls
+    if isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError):
+        return peer.timeout(seconds)
+    if isinstance(exc, requests.exceptions.InvalidHeader) and isinstance(
+        exc.args[0] if exc.args else None, urllib3.exceptions.InvalidHeader
+    ):
+        # Raised by urllib3 reading the answer (its only such check there: Content-Length
+        # values that disagree), not by a header of ours.
+        return peer.error("malformed", " sent conflicting Content-Length values.")
+    if isinstance(
+        exc,
+        requests.exceptions.InvalidURL
+        | requests.exceptions.MissingSchema
+        | requests.exceptions.InvalidSchema
+        | requests.exceptions.InvalidHeader,
+    ):
+        return peer.error("unreachable", " has an unusable URL.")
+    if isinstance(exc, requests.ConnectionError) and not isinstance(
+        exc, requests.exceptions.ChunkedEncodingError
+    ):
+        return peer.error("unreachable", f" could not be reached ({type(exc).__name__}).")
+    return peer.error("unreachable", f": the connection broke during the answer ({type(exc).__name__}).")
+
+
+class WatchedAdapter(HTTPAdapter):
+    """Connections through the watched pool classes: dialled to vetted addresses, cut at the grant."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = POOL_CLASSES
+
+
+def _no_redirect_target(response: requests.Response) -> None:
+    return None
+
+
+def harden(session: requests.Session) -> requests.Session:
+    """Make ``session`` send directly, through watched connections, and leave 3xx unread."""
+    # Direct connections only, whatever session the factory made: through a proxy the
+    # gate would judge the wrong address and the watchdog would not see the socket (and a
+    # .netrc password must not reach anyone). It also keeps REQUESTS_CA_BUNDLE from
+    # deciding whom this client trusts.
+    session.trust_env = False
+    session.proxies.clear()
+    # Session.send runs the redirect machinery even with allow_redirects=False (to
+    # offer the next request as response.next): it reads the whole 3xx body, inflated
+    # and uncapped, and parses Location, raising whatever a hostile one provokes.
+    # With no redirect target it does neither; the 3xx comes back unread.
+    session.get_redirect_target = _no_redirect_target  # type: ignore[method-assign,assignment]
+    adapter = WatchedAdapter(max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
 
 SessionFactory = Callable[[], requests.Session]
 
@@ -80,7 +434,7 @@ class Reply:
 
 
 class Transport:
-    """The legs of one operation against one server, over one ``requests`` session."""
+    """The MCP legs of one operation against one server, over one ``requests`` session."""
 
     def __init__(
         self,
@@ -92,14 +446,15 @@ class Transport:
         allow_private_networks: bool,
         addresses: list[str],
         authorizer: OperationTokens | None = None,
+        ca_bundle: str | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.server = endpoint.identifier
-        self._session = session
+        self._peer = Peer(endpoint.identifier)
+        self._legs = LegMachine(
+            session, allow_private_networks=allow_private_networks, ca_bundle=ca_bundle, clock=clock
+        )
         self._clock = clock
-        self._allow_private_networks = allow_private_networks
-        # Direct, watched, a 3xx never read: the rules every leg's session follows.
-        harden(session)
         self.auth_headers = auth_headers
         self._addresses = tuple(addresses)
         # The OAuth token source of this operation, when the server uses OAuth.
@@ -194,11 +549,6 @@ class Transport:
         last_event_id: str | None = None,
         extra_headers: dict[str, str] | None = None,
     ) -> Reply:
-        # Deliberately outside the try below: a spent budget is not a failing server.
-        grant = deadline.grant()
-        # The socket waits get whole seconds (never 0); the wall clock gets exactly what is
-        # left (at least the floor), so rounding up cannot carry the operation past its budget.
-        wall_seconds = deadline.remaining_ns() / 1e9
         headers = {"Accept": "application/json, text/event-stream", "Accept-Encoding": "identity"}
         if last_event_id is not None:
             headers["Accept"] = "text/event-stream"
@@ -216,90 +566,49 @@ class Transport:
             headers["Content-Type"] = "application/json"
             body = json.dumps(message, separators=(",", ":")).encode()
         request_id = message.get("id") if message is not None and "id" in message else expect_id
-        started = self._clock.monotonic_ns()
-        with LegWatchdog(
-            wall_seconds, allow_private_networks=self._allow_private_networks, addresses=self._addresses
-        ) as watchdog:
-            try:
-                response = self._session.request(
-                    method,
-                    self.endpoint.url,
-                    data=body,
-                    headers=headers,
-                    timeout=(grant, grant),
-                    allow_redirects=False,
-                    stream=True,
-                )
-                try:
-                    answer = self._answer(response, request_id, session_id, watchdog, wall_seconds)
-                finally:
-                    response.close()
-            except McpTransportError as exc:
-                if watchdog.fired:
-                    # Whatever the cut-off answer looked like, the grant ran out first.
-                    raise self._timeout(wall_seconds) from exc
-                raise
-            except HeaderFlood as exc:
-                raise McpTransportError(
-                    "too_large",
-                    self.server,
-                    f"MCP server {self.server!r} sent a status line and headers over "
-                    f"{MAX_HEADER_BYTES // 1024} KiB or {MAX_HEADER_LINES} lines; reading stopped there.",
-                ) from exc
-            except RefusedPeer as exc:
-                raise McpTransportError(
-                    "refused_host",
-                    self.server,
-                    f"MCP server {self.server!r}: the connection reached a non-public address; "
-                    "private networks are not allowed here.",
-                ) from exc
-            except (
-                requests.RequestException,
-                urllib3.exceptions.HTTPError,
-                http.client.HTTPException,
-                OSError,
-            ) as exc:
-                # Not chained: the library's exception quotes the URL, and a logged
-                # traceback would show a secret in its query string. Its type is named
-                # in the message instead.
-                raise self._failure(exc, watchdog.fired, wall_seconds) from None
-        latency_ms = (self._clock.monotonic_ns() - started) // 1_000_000
-        issued = response.headers.get("Mcp-Session-Id")
+
+        def read(reading: Reading) -> tuple[dict[str, Any] | None, str | None, int]:
+            answer = self._answer(reading, request_id, session_id)
+            latency_ms = (self._clock.monotonic_ns() - reading.started_ns) // 1_000_000
+            return answer, reading.headers.get("Mcp-Session-Id"), latency_ms
+
+        answer, issued, latency_ms = self._legs.send(
+            deadline,
+            self._peer,
+            method,
+            self.endpoint.url,
+            read,
+            headers=headers,
+            body=body,
+            addresses=self._addresses,
+            quote_location=True,
+        )
         if issued is not None and not _VISIBLE_ASCII.fullmatch(issued):
             raise McpTransportError(
                 "malformed", self.server, f"MCP server {self.server!r} issued an invalid session id."
             )
         return Reply(answer=answer, session_id=issued, latency_ms=latency_ms)
 
-    def _answer(
-        self,
-        response: requests.Response,
-        request_id: object,
-        session_id: str | None,
-        watchdog: LegWatchdog,
-        seconds: float,
-    ) -> dict[str, Any] | None:
-        status = response.status_code
+    def _answer(self, reading: Reading, request_id: object, session_id: str | None) -> dict[str, Any] | None:
+        status = reading.status
         if request_id is not None and _may_carry_rpc_error(status, session_id):
-            self._raise_rpc_error(response, watchdog, seconds)
-        self._check_status(status, response, session_id, expects_body=request_id is not None)
+            self._raise_rpc_error(reading)
+        self._check_status(reading, session_id, expects_body=request_id is not None)
         if request_id is None or not isinstance(request_id, int):
             # A notification (202) or a DELETE: nothing to read. Closing the response
             # unread drops its connection on purpose: a server may still be busy with a
             # notification after answering 202 (the SDK peer is, for ~40 ms: reusing the
             # connection made a local tool call 7x slower), and the next leg must not wait.
             return None
-        media = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-        chunks = self._chunks(response, watchdog, seconds)
-        if media == "text/event-stream":
+        if reading.media == "text/event-stream":
             decoder = EventStreamDecoder()
-            for event in decoder.events(chunks):
+            for event in decoder.events(reading.chunks()):
                 message = jsonrpc.decode(event.data, self.server, "an event")
                 if jsonrpc.is_answer(message, request_id):
                     return message  # type: ignore[no-any-return]
             raise _EndedEarly(self.server, decoder.last_event_id, decoder.retry_ms)
-        if media == "application/json" or media.endswith("+json"):
-            raw = b"".join(chunks)
+        if reading.is_json:
+            raw = reading.body()
             if not raw.strip():
                 raise McpTransportError(
                     "malformed", self.server, f"MCP server {self.server!r} sent an empty body."
@@ -312,47 +621,30 @@ class Transport:
                     f"MCP server {self.server!r} sent JSON that answers no request of ours.",
                 )
             return found
-        raise McpTransportError(
-            "content_type",
-            self.server,
-            f"MCP server {self.server!r} answered with {clean(media or 'no content type', 60)!s}, "
-            "neither JSON nor an event stream (is the URL an MCP endpoint?).",
-        )
+        raise reading.wrong_media("neither JSON nor an event stream (is the URL an MCP endpoint?)")
 
-    def _raise_rpc_error(self, response: requests.Response, watchdog: LegWatchdog, seconds: float) -> None:
+    def _raise_rpc_error(self, reading: Reading) -> None:
         """Raise the JSON-RPC error a 4xx carries (read within the size cap), so its code
         (-32020, -32022, -32601, ...) reaches the era decision and the message; return when
         the body is no JSON-RPC error, leaving the status to ``_check_status``."""
-        media = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-        if media != "application/json":
+        if reading.media != "application/json":
             return
         try:
-            body = json.loads(b"".join(self._chunks(response, watchdog, seconds)))
+            body = json.loads(reading.body())
         except (ValueError, RecursionError):
             return
         if isinstance(body, dict) and isinstance(body.get("error"), dict) and "result" not in body:
-            raise jsonrpc.error_of(body["error"], self.server, response.status_code)
+            raise jsonrpc.error_of(body["error"], self.server, reading.status)
 
-    def _check_status(
-        self, status: int, response: requests.Response, session_id: str | None, *, expects_body: bool
-    ) -> None:
+    def _check_status(self, reading: Reading, session_id: str | None, *, expects_body: bool) -> None:
         name = self.server
-        if 300 <= status < 400:
-            # Before any byte of the body is read: closing the response unread (the caller
-            # does) drops its connection, so whatever body follows is never read or reused.
-            # Location is only quoted, never parsed.
-            where = clean(response.headers.get("Location", "elsewhere"))
-            raise McpTransportError(
-                "redirect",
-                name,
-                f"MCP server {name!r} redirected (HTTP {status}) to {where}; redirects are not followed.",
-            )
+        status = reading.status
         if status == 404 and session_id is not None:
             raise McpTransportError(
                 "session_expired", name, f"MCP server {name!r} no longer knows the session (HTTP 404)."
             )
         if status in (401, 403):
-            challenge = parse_challenge(response.headers.get("WWW-Authenticate"))
+            challenge = parse_challenge(reading.headers.get("WWW-Authenticate"))
             raise ChallengeError(
                 name,
                 f"MCP server {name!r} refused the request (HTTP {status}): check its credential.",
@@ -361,7 +653,7 @@ class Transport:
                 scopes=challenge.scopes,
                 resource_metadata=challenge.resource_metadata,
             )
-        if status == 405 and response.request.method == "DELETE":
+        if status == 405 and reading.method == "DELETE":
             return  # the server does not let clients end sessions: allowed by the spec
         if not 200 <= status < 300:
             raise McpTransportError(
@@ -372,70 +664,25 @@ class Transport:
                 "malformed", name, f"MCP server {name!r} answered a request with HTTP {status} and no body."
             )
 
-    def _chunks(self, response: requests.Response, watchdog: LegWatchdog, seconds: float) -> Iterator[bytes]:
-        total = 0
-        while True:
-            chunk = response.raw.read1(_CHUNK_BYTES, decode_content=True)
-            if not chunk:
-                if watchdog.fired:
-                    raise self._timeout(seconds)
-                return
-            total += len(chunk)
-            if total > MAX_BODY_BYTES:
-                raise McpTransportError(
-                    "too_large",
-                    self.server,
-                    f"MCP server {self.server!r} sent more than {MAX_BODY_BYTES // (1024 * 1024)} MiB; "
-                    "reading stopped at the cap.",
-                )
-            yield chunk
 
-    def _timeout(self, seconds: float) -> McpTransportError:
-        return McpTransportError(
-            "timeout",
-            self.server,
-            f"MCP server {self.server!r} did not answer within the {seconds:.1f} s left of this "
-            "operation's budget.",
-        )
-
-    def _failure(self, exc: Exception, fired: bool, seconds: float) -> McpTransportError:
-        """Map an I/O failure, most specific first. The exception's own text is never used:
-        it can carry the URL (and a secret in its query string)."""
-        if fired or isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError):
-            return self._timeout(seconds)
-        if isinstance(exc, requests.exceptions.InvalidHeader) and isinstance(
-            exc.args[0] if exc.args else None, urllib3.exceptions.InvalidHeader
-        ):
-            # Raised by urllib3 reading the answer (its only such check there: Content-Length
-            # values that disagree), not by a header of ours.
-            return McpTransportError(
-                "malformed",
-                self.server,
-                f"MCP server {self.server!r} sent conflicting Content-Length values.",
-            )
-        if isinstance(
-            exc,
-            requests.exceptions.InvalidURL
-            | requests.exceptions.MissingSchema
-            | requests.exceptions.InvalidSchema
-            | requests.exceptions.InvalidHeader,
-        ):
-            return McpTransportError(
-                "unreachable", self.server, f"MCP server {self.server!r} has an unusable URL."
-            )
-        if isinstance(exc, requests.ConnectionError) and not isinstance(
-            exc, requests.exceptions.ChunkedEncodingError
-        ):
-            return McpTransportError(
-                "unreachable",
-                self.server,
-                f"MCP server {self.server!r} could not be reached ({type(exc).__name__}).",
-            )
-        return McpTransportError(
-            "unreachable",
-            self.server,
-            f"MCP server {self.server!r}: the connection broke during the answer ({type(exc).__name__}).",
-        )
+def refuse_clear_text(endpoint: Endpoint, carries_credential: bool) -> None:
+    """``refused_host`` for a credential (a static one or an OAuth token) bound for an
+    http:// URL: where private networks are not allowed, every host that passes the gate is
+    public, and a credential crosses the internet only inside TLS. The OAuth legs refuse
+    http:// for themselves (oauth/legs.py ``vet_url``) with the same kind."""
+    try:
+        scheme = urlsplit(endpoint.url).scheme
+    except ValueError:
+        return  # an unusable URL: the host gate says so, naming no part of it
+    if not carries_credential or scheme != "http":
+        return
+    name = endpoint.identifier
+    raise McpTransportError(
+        "refused_host",
+        name,
+        f"MCP server {name!r} was not contacted: its URL is plain http://, and a credential is "
+        "sent only over https to a public host (private networks are not allowed here).",
+    )
 
 
 def bearer_header(token: str | None) -> dict[str, str]:

@@ -12,6 +12,11 @@ connection opens and before a response is read (a kept-alive connection is reuse
 without opening again). The same classes read each answer's head within the header
 allowance (headerlimit.py). The current leg is found through a context variable, because
 urllib3 builds connections deep inside ``requests`` where no argument can reach.
+
+The connection dials the host gate's vetted addresses itself and leaves urllib3's host
+alone: urllib3 sends SNI and checks the certificate for its ``host``, which must stay the
+URL's host name. (Setting urllib3's ``_dns_host`` to the address, as this once did, made
+the IP the TLS identity: no SNI, and a certificate for the IP accepted for any name.)
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+from urllib3.util.connection import create_connection
 
 from .headerlimit import CappedResponse
 from .hostgate import forbidden
@@ -154,7 +160,6 @@ _current: contextvars.ContextVar[LegWatchdog | None] = contextvars.ContextVar("n
 
 class _Watched:
     sock: Any
-    _dns_host: str
     response_class: type[http.client.HTTPResponse] = CappedResponse
 
     def _new_conn(self) -> socket.socket:
@@ -178,18 +183,27 @@ class _Watched:
         return sock
 
     def _dial(self, watchdog: LegWatchdog) -> socket.socket:
+        """A socket to the first vetted address that accepts, in the gate's order (a name
+        whose first address refuses, e.g. IPv6 where nothing listens, reaches the next)."""
         if not watchdog.addresses:
             return super()._new_conn()  # type: ignore[misc,no-any-return]
         failure: Exception | None = None
+        made: Any = self  # the urllib3 connection this class is mixed into
         for address in watchdog.addresses:
             if watchdog.fired:
                 break
-            # urllib3 dials _dns_host; TLS still verifies and sends SNI for the URL's host.
-            self._dns_host = address
+            # Mapped as urllib3's own _new_conn maps them, without its text (it names the URL's host).
             try:
-                return super()._new_conn()  # type: ignore[misc,no-any-return]
-            except (NewConnectionError, ConnectTimeoutError) as exc:
-                failure = exc
+                return create_connection(
+                    (address, made.port),
+                    made.timeout,
+                    source_address=made.source_address,
+                    socket_options=made.socket_options,
+                )
+            except TimeoutError:
+                failure = ConnectTimeoutError(made, "the connection timed out")
+            except OSError:
+                failure = NewConnectionError(made, "the connection could not be made")
         if failure is None:
             raise ConnectTimeoutError(self, "the leg's grant ran out before a connection was made")
         raise failure

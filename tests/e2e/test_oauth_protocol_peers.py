@@ -25,12 +25,9 @@ from nr_llm.mcp.oauth import (
     OperationTokens,
     SystemWallClock,
     client_credentials,
-    finish_authorization,
-    probe_challenge,
     refresh,
-    start_authorization,
 )
-from tests.oauth_peers import mcp_request
+from tests.oauth_peers import connect_on_legs, mcp_request
 
 pytestmark = pytest.mark.e2e
 
@@ -43,33 +40,10 @@ def _legs(budget: float = 30) -> OAuthLegs:
 
 def _connect(oauth_peers, config: ClientConfig, store: MemoryGrantStore) -> tuple[Grant, str]:
     """The operator's Connect: probe, start, the browser's round trip, finish."""
-    auth, mcp = oauth_peers.auth, oauth_peers.mcp
-    wall = SystemWallClock()
     with _legs() as legs:
-        challenge = probe_challenge(legs, mcp.url)
-        assert challenge is not None
-        started = start_authorization(
-            legs,
-            mcp.url,
-            config,
-            store,
-            wall,
-            resource_metadata=challenge.resource_metadata,
-            challenged_scopes=challenge.scopes,
-        )
-        location = auth.approve(started.url)
-        callback = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
-        grant = finish_authorization(
-            legs,
-            started.pending,
-            config,
-            wall,
-            code=callback.get("code"),
-            state=callback.get("state"),
-            iss=callback.get("iss"),
-        )
+        grant, url = connect_on_legs(legs, oauth_peers, config, store)
     store.save("peer", grant)
-    return grant, started.url
+    return grant, url
 
 
 def _whoami(oauth_peers, token: str) -> Any:

@@ -115,3 +115,51 @@ def test_netrc_and_environment_proxies_are_ignored(mock, clock, monkeypatch, tmp
     McpClient(allow_private_networks=True, clock=clock).call_tool(Endpoint(identifier="d", url=URL), "echo")
     assert all("Authorization" not in seen.headers for seen in server.seen)
     assert all(not call.request.req_kwargs.get("proxies") for call in mock.calls)
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        Endpoint(
+            identifier="clear", url="http://93.184.216.34/mcp", credential=SECRET, auth_placement="bearer"
+        ),
+        Endpoint(
+            identifier="clear",
+            url="http://93.184.216.34/mcp",
+            credential=SECRET,
+            auth_placement="header",
+            auth_header_name="X-Api-Key",
+        ),
+    ],
+    ids=["bearer", "header"],
+)
+def test_a_credential_is_never_sent_in_clear_text_to_a_public_host(mock, endpoint: Endpoint) -> None:
+    """http:// to a public host with a credential: refused_host before anything is resolved or
+    sent, naming the server and never the credential."""
+    report = McpClient().ping(endpoint)
+    assert len(mock.calls) == 0
+    assert report.failure is not None and report.failure.kind == "refused_host"
+    assert "'clear'" in report.error and "http://" in report.error and SECRET not in report.error
+
+
+def test_an_oauth_token_is_never_sent_in_clear_text_to_a_public_host(mock) -> None:
+    """An OAuth server at an http:// URL: refused before the grant is even read (no token leaves)."""
+    from nr_llm.mcp.oauth import ClientConfig, MemoryGrantStore, OAuthSettings
+
+    endpoint = Endpoint(
+        identifier="clear",
+        url="http://93.184.216.34/mcp",
+        oauth=OAuthSettings(config=ClientConfig(), store=MemoryGrantStore()),
+    )
+    report = McpClient().ping(endpoint)
+    assert len(mock.calls) == 0
+    assert report.failure is not None and report.failure.kind == "refused_host"
+
+
+def test_plain_http_without_a_credential_or_with_private_networks_allowed_is_sent(mock, clock) -> None:
+    """The rule is about credentials on the internet: no credential, or the development setting
+    (private networks allowed), and the request goes out."""
+    mock.post("http://93.184.216.34/mcp", status=500)
+    assert "HTTP 500" in McpClient().ping(Endpoint(identifier="open", url="http://93.184.216.34/mcp")).error
+    server = _call(mock, clock, Endpoint(identifier="d", url=URL, credential=SECRET, auth_placement="bearer"))
+    assert URL.startswith("http://") and server.seen

@@ -198,3 +198,51 @@ def test_one_private_address_among_public_ones_refuses_the_host(monkeypatch, ans
         )
         assert len(mock.calls) == 0
     assert report.reachable is False and "not contacted" in report.error and "'mixed'" in report.error
+
+
+def test_an_injected_resolver_is_asked_instead_of_the_system() -> None:
+    """resolve() asks the injected lookup with the URL's host and port, keeps its order and drops repeats."""
+    asked: list[tuple[str, int]] = []
+
+    def lookup(host: str, port: int) -> list[str]:
+        asked.append((host, port))
+        return ["2001:db8::1", "93.184.216.34", "2001:db8::1"]
+
+    assert resolve("https://mcp.test/mcp", "x", 5, lookup) == ["2001:db8::1", "93.184.216.34"]
+    assert asked == [("mcp.test", 443)]
+
+
+def test_an_injected_resolver_that_hangs_is_bounded_by_the_grant() -> None:
+    """An injected lookup runs on the same bounded thread as the system one: 'timeout' at the grant."""
+    import threading
+    import time
+
+    released = threading.Event()
+
+    def hang(host: str, port: int) -> list[str]:
+        released.wait(30)
+        return []
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(McpTransportError) as caught:
+            resolve("https://mcp.test/mcp", "slow", 1, hang)
+    finally:
+        released.set()
+    assert caught.value.kind == "timeout" and time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize("answer", [[], ["not-an-address"]], ids=["nothing", "not-an-address"])
+def test_an_injected_resolver_without_a_usable_answer_is_unreachable(answer: list[str]) -> None:
+    """No address, or something that is not one: 'unreachable', as a failed system lookup is."""
+    with pytest.raises(McpTransportError) as caught:
+        resolve("https://mcp.test/mcp", "x", 5, lambda host, port: answer)
+    assert caught.value.kind == "unreachable"
+
+
+def test_the_client_hands_its_resolver_to_the_host_gate() -> None:
+    """McpClient(resolver=...) is what the gate asks: a name mapped to a private address is refused."""
+    report = McpClient(resolver=lambda host, port: ["10.0.0.5"]).ping(
+        Endpoint(identifier="mapped", url="https://mcp.test/mcp")
+    )
+    assert report.failure is not None and report.failure.kind == "refused_host"

@@ -52,6 +52,8 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
             "era_cache",
             "era_cache_seconds",
             "wall",  # epoch seconds for OAuth token expiry (absolute, so it survives a restart)
+            "resolver",  # host name to addresses (the system's by default; tests map names)
+            "ca_bundle",  # the authorities to trust instead of certifi's
         ],
         "ping": ["self", "endpoint"],
         "list_tools": ["self", "endpoint", "on_page"],

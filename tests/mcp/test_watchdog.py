@@ -96,3 +96,18 @@ def test_a_grant_spent_while_dialling_starts_no_tls_handshake() -> None:
         # Nothing reached the TLS layer, so nothing was left for the garbage collector to close.
         assert not [warning for warning in caught if issubclass(warning.category, ResourceWarning)]
         assert connection.sock is None
+
+
+def test_a_vetted_address_is_dialled_while_the_host_stays_the_url_s_name() -> None:
+    """The connection reaches the vetted address, yet its host (urllib3's SNI and certificate
+    name) is still the URL's name; the first address that refuses is skipped."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        with LegWatchdog(5, allow_private_networks=True, addresses=("127.0.0.2", "127.0.0.1")):
+            connection = WatchedHTTPSConnection("mcp.test", port, timeout=5)
+            sock = connection._new_conn()
+            with sock:
+                assert sock.getpeername() == ("127.0.0.1", port)
+        accepted, _ = listener.accept()
+        accepted.close()
+    assert connection.host == "mcp.test"

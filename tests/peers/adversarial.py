@@ -42,6 +42,14 @@ a result listing no revision.
 ``python -m tests.peers.adversarial --tls-trickle`` is no HTTP server at all: it answers
 a TLS ClientHello with the header of a 16 KiB handshake record and then one byte of it
 every 0.2 s, so a TLS handshake never completes and no socket wait ever times out.
+``--tls-stall`` reads the ClientHello and then says nothing at all.
+
+``python -m tests.peers.adversarial --certfile F --keyfile K --log PATH`` serves all of the
+above over TLS with that certificate (a certificate for another name, from an untrusted
+issuer, expired, or valid only for 127.0.0.1: whatever the test issued). Each connection's
+handshake runs on its own thread; PATH receives one JSON line per ClientHello
+(``{"sni": name}``, null without SNI) and per HTTP request that arrived (``{"request":
+method, "path": path}``), so a test can tell that a client refused before sending anything.
 
 Every sleep is bounded (a handler gives up after ``LIMIT_SECONDS``) and a write to a
 client that left ends the handler, so nothing outlives the test that started it.
@@ -54,8 +62,11 @@ import functools
 import gzip
 import itertools
 import json
+import socket
 import socketserver
+import ssl
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -337,6 +348,14 @@ class TlsTrickle(socketserver.BaseRequestHandler):
                 time.sleep(0.2)
 
 
+class TlsStall(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        self.request.settimeout(LIMIT_SECONDS)
+        with contextlib.suppress(OSError):
+            self.request.recv(4096)  # the ClientHello, never answered
+            self.request.recv(4096)  # until the client leaves (or the minute is up)
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -346,12 +365,78 @@ class Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+class _Log:
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+
+    def note(self, entry: dict[str, Any]) -> None:
+        with self._lock, open(self._path, "a", encoding="utf-8") as log:
+            log.write(json.dumps(entry) + "\n")
+
+
+class TlsHandler(Handler):
+    log: _Log
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        if parsed:
+            self.log.note({"request": self.command, "path": self.path})
+        return parsed
+
+
+class TlsServer(Server):
+    """``Handler`` over TLS, each handshake on the connection's own thread."""
+
+    def __init__(self, certfile: str, keyfile: str, log: _Log) -> None:
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(certfile, keyfile)
+        self.context.sni_callback = lambda _sock, name, _context: log.note({"sni": name})
+        handler = type("LoggedTlsHandler", (TlsHandler,), {"log": log})
+        super().__init__(("127.0.0.1", 0), handler)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(LIMIT_SECONDS)
+        try:
+            tls = self.context.wrap_socket(request, server_side=True)
+        except OSError:
+            return  # the client refused the certificate (the point of most TLS scenarios) or left
+        with tls:
+            tls.settimeout(None)
+            self.RequestHandlerClass(tls, client_address, self)  # type: ignore[arg-type]
+
+    def shutdown_request(self, request: Any) -> None:
+        # The TLS socket took the descriptor over (the plain one is detached) and closed it.
+        with contextlib.suppress(OSError):
+            if request.fileno() >= 0:
+                request.shutdown(socket.SHUT_WR)
+        request.close()
+
+
+# Handshakes that never finish: no HTTP server behind them at all.
+RAW_TLS: dict[str, type[socketserver.BaseRequestHandler]] = {
+    "--tls-stall": TlsStall,
+    "--tls-trickle": TlsTrickle,
+}
+
+
+def _option(name: str) -> str | None:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
+
+
 def main() -> None:
-    if "--tls-trickle" in sys.argv:
-        tls = socketserver.ThreadingTCPServer(("127.0.0.1", 0), TlsTrickle)
-        tls.daemon_threads = True
-        print(f"PORT {tls.server_address[1]}", flush=True)
-        tls.serve_forever(poll_interval=0.2)
+    certfile, keyfile, log = _option("--certfile"), _option("--keyfile"), _option("--log")
+    if certfile and keyfile and log:
+        secure = TlsServer(certfile, keyfile, _Log(log))
+        print(f"PORT {secure.server_address[1]}", flush=True)
+        secure.serve_forever(poll_interval=0.2)
+        return
+    raw = [handler for flag, handler in RAW_TLS.items() if flag in sys.argv]
+    if raw:
+        tcp = socketserver.ThreadingTCPServer(("127.0.0.1", 0), raw[0])
+        tcp.daemon_threads = True
+        print(f"PORT {tcp.server_address[1]}", flush=True)
+        tcp.serve_forever(poll_interval=0.2)
         return
     server = Server(("127.0.0.1", 0), Handler)
     print(f"PORT {server.server_address[1]}", flush=True)

@@ -13,6 +13,11 @@ RFC 8707 (its introspected ``aud`` names the /mcp URL), as the MCP specification
 One tool needs a further scope: calling it with a token that lacks the scope is answered
 HTTP 403 ``insufficient_scope`` with the scopes to ask for, which is how an MCP server asks a
 client to step up. Binds 127.0.0.1 on an OS-chosen port and prints ``PORT <n>``.
+
+``--certfile F --keyfile K --public-host NAME`` serves https with that certificate at
+``https://NAME:<port>/mcp`` (its resource URL), and ``GET /sni`` lists each ClientHello's
+server name. ``--introspection-ca FILE --introspection-address ADDR`` reach a TLS
+authorization server by its name at ADDR (tests/peers/named.py), trusting FILE.
 """
 
 from __future__ import annotations
@@ -37,10 +42,18 @@ MAX_BODY = 1024 * 1024
 class IntrospectionVerifier:
     """A ``TokenVerifier``: RFC 7662 introspection with the resource server's own client."""
 
-    def __init__(self, introspection_url: str, client_id: str, client_secret: str, resource: str) -> None:
+    def __init__(
+        self,
+        introspection_url: str,
+        client_id: str,
+        client_secret: str,
+        resource: str,
+        session: requests.Session | None = None,
+    ) -> None:
         self.introspection_url = introspection_url
         self.credentials = (client_id, client_secret)
         self.resource = resource
+        self.session = session or requests.Session()
 
     async def verify_token(self, token: str) -> Any:
         import anyio
@@ -67,7 +80,7 @@ class IntrospectionVerifier:
 
     def _introspect(self, token: str) -> dict[str, Any] | None:
         try:
-            response = requests.post(
+            response = self.session.post(
                 self.introspection_url,
                 data={"token": token},
                 auth=self.credentials,
@@ -179,6 +192,7 @@ def build_app(
     required_scope: str,
     admin_scope: str,
     stateless: bool,
+    public_host: str = "127.0.0.1",
 ) -> Any:
     from mcp.server.auth.middleware.auth_context import get_access_token
     from mcp.server.auth.routes import build_resource_metadata_url
@@ -232,7 +246,17 @@ def build_app(
             raise ToolError(f"the {admin_scope} scope is required")
         return f"admin report for {token.subject or token.client_id}"
 
-    app = server.streamable_http_app(stateless_http=stateless, json_response=stateless)
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = ["127.0.0.1", "localhost", "[::1]", public_host]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{host}:*" for host in hosts],
+        allowed_origins=[f"{scheme}://{host}:*" for host in hosts for scheme in ("http", "https")],
+    )
+    app = server.streamable_http_app(
+        stateless_http=stateless, json_response=stateless, transport_security=security
+    )
     metadata_url = str(build_resource_metadata_url(AnyHttpUrl(mcp_url)))
     tool_scopes = {"admin_report": [required_scope, admin_scope]}
     for route in app.router.routes:
@@ -255,6 +279,11 @@ def main() -> None:
     parser.add_argument("--admin-scope", default="mcp:admin")
     parser.add_argument("--stateful", action="store_true")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--certfile")
+    parser.add_argument("--keyfile")
+    parser.add_argument("--public-host", default="127.0.0.1")
+    parser.add_argument("--introspection-ca")
+    parser.add_argument("--introspection-address", default="127.0.0.1")
     args = parser.parse_args()
 
     import logging
@@ -269,9 +298,17 @@ def main() -> None:
     sock.bind(("127.0.0.1", args.port))
     sock.listen(128)
     port = sock.getsockname()[1]
-    mcp_url = f"http://127.0.0.1:{port}/mcp"
+    mcp_url = f"{'https' if args.certfile else 'http'}://{args.public_host}:{port}/mcp"
+    session = None
+    if args.introspection_ca:
+        from urllib.parse import urlsplit
+
+        from tests.peers.named import named_session
+
+        named = urlsplit(args.introspection_url).hostname or ""
+        session = named_session({named: args.introspection_address}, args.introspection_ca)
     verifier = IntrospectionVerifier(
-        args.introspection_url, args.client_id, os.environ[args.client_secret_env], mcp_url
+        args.introspection_url, args.client_id, os.environ[args.client_secret_env], mcp_url, session
     )
     app = build_app(
         issuer=args.issuer,
@@ -280,10 +317,37 @@ def main() -> None:
         required_scope=args.required_scope,
         admin_scope=args.admin_scope,
         stateless=not args.stateful,
+        public_host=args.public_host,
     )
+    names: list[str | None] = []
     print(f"PORT {port}", flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        _sni_route(app, names),
+        log_level="warning",
+        lifespan="on",
+        ssl_certfile=args.certfile,
+        ssl_keyfile=args.keyfile,
+    )
+    if args.certfile:
+        config.load()  # builds the SSLContext now, so that it can note each ClientHello's name
+        assert config.ssl is not None
+        config.ssl.sni_callback = lambda _sock, name, _context: names.append(name)
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _sni_route(app: Any, names: list[str | None]) -> Any:
+    """``app`` with ``GET /sni``: the server names the TLS ClientHellos asked for."""
+
+    async def wrapper(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/sni":
+            body = json.dumps(names).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return wrapper
 
 
 if __name__ == "__main__":

@@ -6,17 +6,38 @@ receives the SQLite file and the request log. Listens on 127.0.0.1 (an OS-chosen
 --port; or on the listening socket FD its parent bound, so that the parent knows the issuer
 URL before this process has started), migrates, seeds, prints ``PORT <n>`` and serves until
 terminated.
+
+``--certfile F --keyfile K --public-host NAME`` serves https with that certificate, its issuer
+``https://NAME:<port>`` (NAME is let past ALLOWED_HOSTS); each TLS ClientHello's server name
+(SNI, null for none) is appended to DIR/sni.jsonl.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
+from pathlib import Path
 from typing import Any
 
 
-def _serve(sock: socket.socket, threads: int) -> None:
+def _noting_sni(log: Path) -> Any:
+    """gunicorn's ssl_context hook: its own context, noting each ClientHello's server name."""
+
+    def note(_sock: Any, name: str | None, _context: Any) -> None:
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"sni": name}) + "\n")
+
+    def ssl_context(_config: Any, default_ssl_context_factory: Any) -> Any:
+        context = default_ssl_context_factory()
+        context.sni_callback = note
+        return context
+
+    return ssl_context
+
+
+def _serve(sock: socket.socket, threads: int, tls: dict[str, Any]) -> None:
     from gunicorn.app.base import BaseApplication
 
     from tests.peers.oauth_site.wsgi import application
@@ -37,6 +58,7 @@ def _serve(sock: socket.socket, threads: int) -> None:
                 "graceful_timeout": 3,
                 "timeout": 60,
                 "proc_name": "oauth-peer",
+                **tls,
             }
             for key, value in options.items():
                 self.cfg.set(key, value)
@@ -54,6 +76,9 @@ def main() -> None:
     parser.add_argument("--fd", type=int, default=None)
     parser.add_argument("--access-token-seconds", type=int, default=300)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--certfile")
+    parser.add_argument("--keyfile")
+    parser.add_argument("--public-host", default="127.0.0.1")
     args = parser.parse_args()
 
     if args.fd is not None:
@@ -66,7 +91,16 @@ def main() -> None:
     sock.set_inheritable(True)
     port = sock.getsockname()[1]
     os.environ["OAUTH_PEER_DIR"] = args.dir
-    os.environ["OAUTH_PEER_ISSUER"] = f"http://127.0.0.1:{port}"
+    scheme = "https" if args.certfile else "http"
+    os.environ["OAUTH_PEER_ISSUER"] = f"{scheme}://{args.public_host}:{port}"
+    os.environ["OAUTH_PEER_HOST"] = args.public_host
+    tls: dict[str, Any] = {}
+    if args.certfile:
+        tls = {
+            "certfile": args.certfile,
+            "keyfile": args.keyfile,
+            "ssl_context": _noting_sni(Path(args.dir) / "sni.jsonl"),
+        }
     os.environ["OAUTH_PEER_ACCESS_TOKEN_SECONDS"] = str(args.access_token_seconds)
     os.environ["DJANGO_SETTINGS_MODULE"] = "tests.peers.oauth_site.settings"
 
@@ -83,7 +117,7 @@ def main() -> None:
     connections.close_all()
     # Early connections wait in the listen backlog until the worker accepts them.
     print(f"PORT {port}", flush=True)
-    _serve(sock, args.threads)
+    _serve(sock, args.threads, tls)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@ server from before 2026 does, and serves the handshake era as usual.
 Every HTTP request to ``/mcp`` is logged (method and JSON-RPC method) and served as JSON by
 ``GET /requests``, so tests count what crossed the wire.
 
+``--certfile F --keyfile K`` serves https with that certificate; the server names each TLS
+ClientHello asked for (SNI, ``null`` for none) are served as JSON by ``GET /sni``.
+``--allow-host NAME`` (repeatable) lets requests for ``NAME:<port>`` past the SDK's DNS
+rebinding protection, which otherwise admits only 127.0.0.1, localhost and [::1].
+
 ``--gate`` holds every ``tools/list`` answer until the test lets one through, so a test can
 see an import while it runs: ``GET /gate`` answers ``{"requests": MCP requests received,
 "waiting": lists held, "served": lists answered}``; ``POST /gate/release`` lets the oldest
@@ -30,6 +35,7 @@ from typing import Any
 from project.demo_mcp_server import build_server
 
 REQUESTS: list[dict[str, Any]] = []
+SNI: list[str | None] = []
 
 
 def _logged(app: Any, *, refuse_discover: bool) -> Any:
@@ -42,6 +48,9 @@ def _logged(app: Any, *, refuse_discover: bool) -> Any:
             return
         if scope["path"] == "/requests":
             await _json(send, 200, REQUESTS)
+            return
+        if scope["path"] == "/sni":
+            await _json(send, 200, SNI)
             return
         if scope["path"] != "/mcp":
             await app(scope, receive, send)
@@ -92,6 +101,19 @@ async def _json(send: Any, status: int, payload: Any) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data})
+
+
+def _security(names: list[str], *, https: bool) -> Any:
+    """The SDK's DNS rebinding protection as it sets it up for 127.0.0.1, plus ``names``."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = ["127.0.0.1", "localhost", "[::1]", *names]
+    scheme = "https" if https else "http"
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{host}:*" for host in hosts],
+        allowed_origins=[f"{scheme}://{host}:*" for host in hosts],
+    )
 
 
 def _modern_only(lowlevel: Any) -> Any:
@@ -200,6 +222,9 @@ def main() -> None:
     era.add_argument("--modern-only", action="store_true")
     era.add_argument("--no-discover", action="store_true")
     parser.add_argument("--gate", action="store_true")
+    parser.add_argument("--certfile")
+    parser.add_argument("--keyfile")
+    parser.add_argument("--allow-host", action="append", default=[])
     args = parser.parse_args()
 
     import logging
@@ -221,7 +246,11 @@ def main() -> None:
     if args.modern_only:
         app = _modern_only(server._lowlevel_server)
     else:
-        app = server.streamable_http_app(stateless_http=args.stateless, json_response=args.stateless)
+        app = server.streamable_http_app(
+            stateless_http=args.stateless,
+            json_response=args.stateless,
+            transport_security=_security(args.allow_host, https=bool(args.certfile)),
+        )
     if args.gate:
         app = _gated(server, app)
     app = _logged(app, refuse_discover=args.no_discover)
@@ -230,7 +259,13 @@ def main() -> None:
     # Listen before announcing: early connections wait in the backlog until uvicorn serves.
     sock.listen(128)
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", ssl_certfile=args.certfile, ssl_keyfile=args.keyfile
+    )
+    if args.certfile:
+        config.load()  # builds the SSLContext now, so that it can note each ClientHello's name
+        assert config.ssl is not None
+        config.ssl.sni_callback = lambda _sock, name, _context: SNI.append(name)
     uvicorn.Server(config).run(sockets=[sock])
 
 

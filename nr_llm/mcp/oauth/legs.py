@@ -6,32 +6,33 @@ networks are allowed), no user-info, the host resolved within the operation's bu
 refused on a private address, the connection dialled to exactly the addresses judged.
 Each leg runs under a watchdog of its own holding ITS host's vetted addresses: the MCP
 leg's watchdog pins the MCP server's addresses, so an exchange with an authorization
-server must never run inside it. Redirects are refused, bodies capped at 2 MiB, and only
-JSON is read. Every leg is granted from the operation's one deadline.
+server must never run inside it. The legs are sent by the client's one leg machine
+(transport.py: TLS identity and trust, watchdog, caps, redirect refusal, the exception
+map); this module vets, and reads JSON. Every leg is granted from the operation's one
+deadline.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-import requests
-import urllib3.exceptions
-
+# The module, not its names: transport.py imports the oauth package (its challenge parser)
+# while this module is first loaded, so its names are looked up when a leg is sent.
+from .. import transport
 from ..deadline import OperationDeadline
 from ..errors import McpTransportError
-from ..headerlimit import MAX_HEADER_BYTES, HeaderFlood
-from ..hostgate import refuse_private, resolve, split_target
-from ..sessions import harden
-from ..text import clean
-from ..watchdog import LegWatchdog, RefusedPeer
+from ..hostgate import Resolver, refuse_private, resolve, split_target
 
-MAX_BODY_BYTES = 2 * 1024 * 1024
-_CHUNK_BYTES = 64 * 1024
+if TYPE_CHECKING:
+    import requests
+
+    from ..transport import Reading
+
+SessionFactory = Callable[[], "requests.Session"]
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,6 @@ def _url_problem(url: object, allow_private_networks: bool) -> str:
     return ""
 
 
-SessionFactory = Callable[[], requests.Session]
-
-
 class OAuthLegs:
     """The OAuth legs of one operation, over one ``requests`` session of their own."""
 
@@ -89,16 +87,24 @@ class OAuthLegs:
         deadline: OperationDeadline,
         *,
         allow_private_networks: bool,
-        session_factory: SessionFactory = requests.Session,
+        session_factory: SessionFactory | None = None,
+        resolver: Resolver | None = None,
+        ca_bundle: str | None = None,
     ) -> None:
         self.server = server
         self.deadline = deadline
         self.allow_private_networks = allow_private_networks
-        self.sent = 0  # legs sent, for callers that report what an operation cost
         self._session_factory = session_factory
-        self._session: requests.Session | None = None
+        self._resolver = resolver
+        self._ca_bundle = ca_bundle
+        self._machine: transport.LegMachine | None = None
         # One lookup per host and operation: every leg to it dials what was judged once.
         self._addresses: dict[tuple[str, int], tuple[str, ...]] = {}
+
+    @property
+    def sent(self) -> int:
+        """Legs sent, for callers that report what an operation cost."""
+        return self._machine.sent if self._machine is not None else 0
 
     def __enter__(self) -> OAuthLegs:
         return self
@@ -107,9 +113,9 @@ class OAuthLegs:
         self.close()
 
     def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
+        if self._machine is not None:
+            self._machine.close()
+            self._machine = None
 
     def get(self, url: str, what: str) -> Answer:
         return self._leg("GET", url, what, None, {})
@@ -147,63 +153,21 @@ class OAuthLegs:
     ) -> Answer:
         url = vet_url(url, self.server, what, allow_private_networks=self.allow_private_networks)
         addresses = self._vetted(url, what)
-        # Outside the mapping below: a spent budget is not a failing authorization server.
-        grant = self.deadline.grant()
-        wall_seconds = self.deadline.remaining_ns() / 1e9
-        session = self._open()
-        self.sent += 1
         request_headers = {"Accept": "application/json", "Accept-Encoding": "identity", **headers}
-        with LegWatchdog(
-            wall_seconds, allow_private_networks=self.allow_private_networks, addresses=addresses
-        ) as watchdog:
-            try:
-                response = session.request(
-                    method,
-                    url,
-                    data=body,
-                    headers=request_headers,
-                    timeout=(grant, grant),
-                    allow_redirects=False,
-                    stream=True,
-                )
-                try:
-                    return self._answer(response, what, watchdog, wall_seconds, expect_json)
-                finally:
-                    response.close()
-            except McpTransportError as exc:
-                if watchdog.fired:
-                    raise self._timeout(what, wall_seconds) from exc
-                raise
-            except HeaderFlood:
-                raise McpTransportError(
-                    "too_large",
-                    self.server,
-                    f"MCP server {self.server!r}: its {what} sent headers over "
-                    f"{MAX_HEADER_BYTES // 1024} KiB; reading stopped there.",
-                ) from None
-            except RefusedPeer:
-                raise McpTransportError(
-                    "refused_host",
-                    self.server,
-                    f"MCP server {self.server!r}: the connection to its {what} reached a non-public "
-                    "address; private networks are not allowed here.",
-                ) from None
-            except (
-                requests.RequestException,
-                urllib3.exceptions.HTTPError,
-                http.client.HTTPException,
-                OSError,
-            ) as exc:
-                # Not chained: the library's text quotes the URL and a traceback would carry it.
-                if watchdog.fired or isinstance(
-                    exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError
-                ):
-                    raise self._timeout(what, wall_seconds) from None
-                raise McpTransportError(
-                    "unreachable",
-                    self.server,
-                    f"MCP server {self.server!r}: its {what} could not be reached ({type(exc).__name__}).",
-                ) from None
+
+        def read(reading: Reading) -> Answer:
+            return self._answer(reading, expect_json)
+
+        return self._open().send(
+            self.deadline,
+            transport.Peer(self.server, what),
+            method,
+            url,
+            read,
+            headers=request_headers,
+            body=body,
+            addresses=addresses,
+        )
 
     def _vetted(self, url: str, what: str) -> tuple[str, ...]:
         target = split_target(url, self.server)
@@ -212,7 +176,7 @@ class OAuthLegs:
             return known
         try:
             # The lookup is granted from the same budget as any leg.
-            found = resolve(url, self.server, self.deadline.grant())
+            found = resolve(url, self.server, self.deadline.grant(), self._resolver)
             if not self.allow_private_networks:
                 refuse_private(found, self.server)
         except McpTransportError as exc:
@@ -229,79 +193,32 @@ class OAuthLegs:
         self._addresses[target] = tuple(found)
         return self._addresses[target]
 
-    def _open(self) -> requests.Session:
-        if self._session is None:
-            self._session = harden(self._session_factory())
-        return self._session
-
-    def _answer(
-        self,
-        response: requests.Response,
-        what: str,
-        watchdog: LegWatchdog,
-        seconds: float,
-        expect_json: bool,
-    ) -> Answer:
-        status = response.status_code
-        if 300 <= status < 400:
-            raise McpTransportError(
-                "redirect",
-                self.server,
-                f"MCP server {self.server!r}: its {what} redirected (HTTP {status}); "
-                "redirects are not followed.",
+    def _open(self) -> transport.LegMachine:
+        if self._machine is None:
+            factory = self._session_factory or transport.default_session
+            self._machine = transport.LegMachine(
+                factory(), allow_private_networks=self.allow_private_networks, ca_bundle=self._ca_bundle
             )
-        media = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-        is_json = media == "application/json" or media.endswith("+json")
+        return self._machine
+
+    def _answer(self, reading: Reading, expect_json: bool) -> Answer:
+        status = reading.status
+        headers = dict(reading.headers)
         # A success must be a JSON object where the caller reads one; an error answer never must.
         strict = expect_json and 200 <= status < 300
-        if not is_json:
+        if not reading.is_json:
             if strict:
-                raise McpTransportError(
-                    "content_type",
-                    self.server,
-                    f"MCP server {self.server!r}: its {what} answered with "
-                    f"{clean(media or 'no content type', 60)}, not JSON.",
-                )
-            return Answer(status, None, dict(response.headers))
-        raw = self._read(response, what, watchdog, seconds)
+                raise reading.wrong_media("not JSON")
+            return Answer(status, None, headers)
         try:
-            decoded = json.loads(raw)
+            decoded = json.loads(reading.body())
         except (ValueError, RecursionError):
             decoded = None
         if not isinstance(decoded, dict):
             if strict:
-                raise McpTransportError(
-                    "malformed", self.server, f"MCP server {self.server!r}: its {what} sent no JSON object."
-                )
+                raise reading.peer.error("malformed", " sent no JSON object.")
             decoded = None
-        return Answer(status, decoded, dict(response.headers))
-
-    def _read(self, response: requests.Response, what: str, watchdog: LegWatchdog, seconds: float) -> bytes:
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = response.raw.read1(_CHUNK_BYTES, decode_content=True)
-            if not chunk:
-                if watchdog.fired:
-                    raise self._timeout(what, seconds)
-                return b"".join(chunks)
-            total += len(chunk)
-            if total > MAX_BODY_BYTES:
-                raise McpTransportError(
-                    "too_large",
-                    self.server,
-                    f"MCP server {self.server!r}: its {what} sent more than "
-                    f"{MAX_BODY_BYTES // (1024 * 1024)} MiB; reading stopped at the cap.",
-                )
-            chunks.append(chunk)
-
-    def _timeout(self, what: str, seconds: float) -> McpTransportError:
-        return McpTransportError(
-            "timeout",
-            self.server,
-            f"MCP server {self.server!r}: its {what} did not answer within the {seconds:.1f} s left "
-            "of this operation's budget.",
-        )
+        return Answer(status, decoded, headers)
 
 
 def _quote(value: str) -> str:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from ..deadline import OperationDeadline
 from ..errors import AuthorizationError, ChallengeError, McpTransportError
+from ..hostgate import Resolver
 from .discovery import confirm_issuer, same_issuer
 from .grants import client_credentials, refresh
 from .identity import ClientConfig, WallClock, not_configured
@@ -70,14 +71,22 @@ class OperationTokens:
         allow_private_networks: bool,
         wall: WallClock | None = None,
         session_factory: SessionFactory | None = None,
+        resolver: Resolver | None = None,
+        ca_bundle: str | None = None,
     ) -> None:
         self.server = server
         self.mcp_url = mcp_url
         self.settings = settings
         self.deadline = deadline
         self.wall: WallClock = wall or SystemWallClock()
-        kwargs = {"session_factory": session_factory} if session_factory else {}
-        self.legs = OAuthLegs(server, deadline, allow_private_networks=allow_private_networks, **kwargs)
+        self.legs = OAuthLegs(
+            server,
+            deadline,
+            allow_private_networks=allow_private_networks,
+            session_factory=session_factory,
+            resolver=resolver,
+            ca_bundle=ca_bundle,
+        )
         self.attempts = 0
         self._refreshed_after_challenge = False
 

@@ -2,6 +2,7 @@
 
 OAUTH_PEER_DIR: the folder of the SQLite file and the request log (required).
 OAUTH_PEER_ISSUER: the issuer URL, set by the launcher once the port is known.
+OAUTH_PEER_HOST: a host name the site is reached by besides 127.0.0.1 and localhost (TLS by name).
 OAUTH_PEER_ACCESS_TOKEN_SECONDS: access-token lifetime (default 300).
 OAUTH_PEER_SECRET_KEY: the site's SECRET_KEY (a fixed test-only key when unset).
 """
@@ -24,7 +25,7 @@ SECRET_KEY = (
     os.environ.get("OAUTH_PEER_SECRET_KEY") or "oauth-peer-tests-only-0123456789abcdefghijklmnopqrstuvwxyz"
 )
 DEBUG = False
-ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", os.environ.get("OAUTH_PEER_HOST", "127.0.0.1")]
 
 INSTALLED_APPS = [
     "django.contrib.auth",
