@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 
 from . import credentials
-from .arguments import argument_problems
+from .arguments import argument_problems, argument_template
 from .models import McpServer
 
 
@@ -135,18 +135,27 @@ class McpServerForm(forms.ModelForm[McpServer]):
 class TryToolForm(forms.Form):
     """JSON arguments for one tool call, checked against the tool's stored schema."""
 
+    MIN_ROWS, MAX_ROWS = 4, 24
+
     arguments = forms.CharField(
         label="Arguments (JSON object)",
-        initial="{}",
         strip=False,
-        widget=forms.Textarea(
-            attrs={"rows": 8, "cols": 80, "spellcheck": "false", "class": "vLargeTextField"}
-        ),
+        widget=forms.Textarea(attrs={"cols": 60, "spellcheck": "false", "class": "vLargeTextField"}),
     )
 
     def __init__(self, *args: Any, schema: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.schema = schema
+        # Start from what the schema requires, typed, rather than from "{}".
+        template = argument_template(schema)
+        self.fields["arguments"].initial = (
+            json.dumps(template, indent=2, ensure_ascii=False) if template else "{}"
+        )
+        # Room for the template, a line for each optional property an operator may add, one spare.
+        properties = schema.get("properties")
+        optional = len(set(properties) - set(template)) if isinstance(properties, dict) else 0
+        wanted = len(self.fields["arguments"].initial.splitlines()) + optional + 1
+        self.fields["arguments"].widget.attrs["rows"] = max(self.MIN_ROWS, min(self.MAX_ROWS, wanted))
 
     def clean_arguments(self) -> dict[str, Any]:
         raw: str = self.cleaned_data["arguments"]

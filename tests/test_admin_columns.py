@@ -61,6 +61,27 @@ def test_tools_counts_enabled_total_and_orphans():
     assert columns.tools(2, 5, 1) == "2 / 5 enabled, 1 orphaned"
 
 
+def test_tools_before_a_first_import_say_so():
+    """No tools and never imported reads "0 tools (not imported yet)"; an import that found none, 0 / 0."""
+    assert columns.tools(0, 0, 0, imported=False) == "0 tools (not imported yet)"
+    assert columns.tools(0, 0, 0, imported=True) == "0 / 0 enabled"
+
+
+def test_breakable_names_break_only_after_underscores_and_hyphens():
+    """A name gets <wbr> after each "_" and "-" and nowhere else, and is escaped."""
+    assert columns.breakable("mcp_protected_admin-report") == "mcp_<wbr>protected_<wbr>admin-<wbr>report"
+    assert columns.breakable("a<b>") == "a&lt;b&gt;"
+
+
+def test_clipped_text_is_one_line_with_the_longer_text_as_its_title():
+    """Whitespace collapses; the cell clips at the limit, the title at TITLE_CHARS; both escaped."""
+    html = columns.clipped("line one\nline <two> " + "x" * 600, 20)
+    assert html.startswith('<span title="line one line &lt;two&gt; xxx')
+    assert html.endswith(">line one line &lt;two&gt;…</span>")
+    title = html.split('"')[1]
+    assert len(title.replace("&lt;", "<").replace("&gt;", ">")) == columns.TITLE_CHARS
+
+
 def test_last_import_shows_status_and_age():
     """The import column joins the status label and how long ago it ran."""
     assert columns.last_import("never_imported", None, NOW) == "Never imported"

@@ -1,10 +1,12 @@
 """The MCP tool admin: per-server list, bulk enable/disable, orphans marked, schema read-only."""
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
 
+from nr_llm.admin import DESCRIPTION_CHARS
 from nr_llm.models import McpTool
 
 from .admin_clients import csrf_checking_client, post_action, staff_client
@@ -131,3 +133,20 @@ def test_server_changelist_links_to_its_tools(admin_client):
     server = McpServerFactory.create()
     page = admin_client.get(reverse("admin:nr_llm_mcpserver_changelist")).content.decode()
     assert f'href="{CHANGELIST}?server__id__exact={server.pk}"' in page
+
+
+def test_the_list_shows_names_breakable_and_descriptions_clipped(admin_client):
+    """The name breaks only after "_", the description is one clipped line under it, the remote
+    name sits under the server's name."""
+    server = McpServerFactory.create(name="Docs")
+    McpToolFactory.create(
+        server=server, tool_name="mcp_docs_admin_report", remote_name="admin_report", description="d " * 100
+    )
+    McpToolFactory.create(server=server, tool_name="mcp_docs_bare", remote_name="bare", description="")
+    page = admin_client.get(CHANGELIST).content.decode()
+    assert "mcp_<wbr>docs_<wbr>admin_<wbr>report" in page
+    assert "d d d" in page and ("d " * 100).strip() not in page.split("title=")[0]
+    clipped = re.search(r'<span title="[^"]*">((?:d )+d…)</span>', page)
+    assert clipped and len(clipped.group(1)) == DESCRIPTION_CHARS
+    assert "no description" in page
+    assert 'Docs<div class="nr-llm-detail">admin_<wbr>report</div>' in page
