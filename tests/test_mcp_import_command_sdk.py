@@ -36,10 +36,10 @@ class Terminal(io.StringIO):
         return True
 
 
-def run(*args, stderr=None):
+def run(*args, stderr=None, **options):
     out, err = io.StringIO(), stderr or io.StringIO()
     try:
-        call_command("mcp_import", *args, stdout=out, stderr=err)
+        call_command("mcp_import", *args, stdout=out, stderr=err, **options)
     except CommandError as exc:
         return out.getvalue(), err.getvalue(), exc
     return out.getvalue(), err.getvalue(), None
@@ -104,6 +104,20 @@ def test_progress_goes_to_a_terminal(url):
     assert "[1/1] sdk: 4 page(s), 10 tools fetched" in err
     assert "[1/1] sdk: fetched 10 tools" in err
     assert out == "sdk: 10 imported, 0 skipped, 0 orphaned\n"
+
+
+def test_progress_is_plain_and_only_a_refusal_is_red_on_a_colour_terminal(url):
+    """With colours, progress on stderr carries no style (Django's default there is the error
+    style, bold red); a refused server's line is in the error style, an imported one's plain."""
+    McpServerFactory.create(identifier="a_down", url=catalogue_peers.closed_port_url())
+    McpServerFactory.create(identifier="b_up", url=url)
+    out, err, error = run("--all", stderr=Terminal(), force_color=True)
+    assert error is not None
+    assert "[2/2] b_up: fetched 10 tools" in err
+    assert "\x1b[" not in err.replace("\x1b[K", "")  # only the line clearing, never a colour
+    refused, imported = out.splitlines()
+    assert refused.startswith("\x1b[31;1ma_down: refused — ") and refused.endswith("\x1b[0m")
+    assert imported == "b_up: 10 imported, 0 skipped, 0 orphaned"
 
 
 def test_no_progress_when_stderr_is_not_a_terminal(url):
