@@ -13,7 +13,16 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+from collections.abc import Container
 from typing import Any
+
+
+def shared_settings(known: Container[str]) -> dict[str, Any]:
+    """project/gunicorn_conf.py's settings this gunicorn knows, as its config-file loader reads
+    them: one an older gunicorn lacks (the control socket's, before 25.1) is skipped."""
+    from project import gunicorn_conf
+
+    return {key: value for key, value in vars(gunicorn_conf).items() if key in known}
 
 
 def _serve(sock: socket.socket, threads: int) -> None:
@@ -33,12 +42,11 @@ def _serve(sock: socket.socket, threads: int) -> None:
                 "worker_class": "gthread",
                 "threads": threads,
                 "accesslog": None,
-                "loglevel": "warning",
                 "graceful_timeout": 3,
                 "timeout": 60,
                 "proc_name": "oauth-peer",
             }
-            for key, value in options.items():
+            for key, value in {**options, **shared_settings(self.cfg.settings)}.items():
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
