@@ -18,16 +18,16 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllow
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from . import admin_columns as columns
-from . import connection, tasks, tool_trial
+from . import catalogue, connection, tasks, tool_trial
 from .authorization import columns as authorization_columns
 from .authorization import service as authorization_service
 from .authorization import views as authorization_views
-from .forms import McpServerForm, TryToolForm
-from .models import AuthPlacement, McpServer, McpTool
+from .forms import McpServerForm, McpToolForm, TryToolForm
+from .models import DEFINITION_CHANGED, AuthPlacement, McpServer, McpTool
 
 STYLES = {"all": ["nr_llm/admin.css"]}
 
@@ -400,13 +400,27 @@ def _for_placements(chosen: str, *placements: str) -> list[str]:
     ]
 
 
+class AwaitingReviewFilter(admin.SimpleListFilter):
+    title = "definition"
+    parameter_name = "definition"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("changed", "Changed, awaiting review")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> QuerySet[McpTool]:
+        if self.value() == "changed":
+            return queryset.filter(disabled_reason=DEFINITION_CHANGED)
+        return queryset
+
+
 @admin.register(McpTool)
 class McpToolAdmin(admin.ModelAdmin[McpTool]):
+    form = McpToolForm
     # Description and remote name are second lines of the first two columns: seven columns
     # would not fit a 1280 px screen beside the filters and the admin's navigation.
-    list_display = ["name_column", "server_column", "enabled", "orphan_column", "try_column"]
+    list_display = ["name_column", "server_column", "enabled", "state_column", "try_column"]
     list_display_links = ["name_column"]
-    list_filter = ["server", "enabled", "orphaned"]
+    list_filter = ["server", "enabled", "orphaned", AwaitingReviewFilter]
     list_select_related = ["server"]
     search_fields = ["tool_name", "remote_name", "description"]
     actions = ["enable_tools", "disable_tools"]
@@ -414,11 +428,15 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "tool_name",
         "server",
         "remote_name",
+        "definition_review",
         "enabled",
+        "reviewed_fingerprint",
         "orphan_state",
         "try_state",
+        "title",
         "description",
         "schema_column",
+        "output_schema_column",
         "annotations_column",
         "created",
         "updated",
@@ -427,9 +445,12 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "server",
         "tool_name",
         "remote_name",
+        "title",
         "description",
         "schema_column",
+        "output_schema_column",
         "annotations_column",
+        "definition_review",
         "orphan_state",
         "try_state",
         "created",
@@ -550,32 +571,112 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
     def annotations_column(self, obj: McpTool) -> SafeString:
         return _pretty_json(obj.remote_annotations)
 
+    def get_fields(self, request: HttpRequest, obj: McpTool | None = None) -> Any:
+        # The change review only where there is one to read.
+        fields = list(super().get_fields(request, obj))
+        if obj is None or not obj.awaiting_review:
+            fields.remove("definition_review")
+        return fields
+
+    def save_model(self, request: HttpRequest, obj: McpTool, form: Any, change: bool) -> None:
+        # Only "enabled" is editable, and it is switched through the catalogue's service (under
+        # the server's lock, re-pinning the definition), never by saving a row read earlier,
+        # which could write back a definition an import has replaced meanwhile.
+        if "enabled" not in form.changed_data:
+            return
+        if not obj.enabled:
+            catalogue.disable_tools([obj.pk])
+            return
+        if refusal := catalogue.accept_definition(obj.pk, form.cleaned_data["reviewed_fingerprint"]):
+            self.message_user(request, f"{obj.tool_name} was not enabled: {refusal}.", messages.ERROR)
+
+    @admin.display(description="state", ordering="orphaned")
+    def state_column(self, obj: McpTool) -> SafeString | str:
+        if obj.awaiting_review:
+            return format_html(
+                '<strong class="nr-llm-warning" title="{}">DEFINITION CHANGED</strong>'
+                '<div class="nr-llm-detail">disabled {}</div>',
+                f"{DEFINITION_CHANGED}: open the tool to read what changed",
+                f"{obj.disabled_at:%Y-%m-%d %H:%M}" if obj.disabled_at else "by an import",
+            )
+        return self.orphan_column(obj)
+
+    @admin.display(description="definition changed")
+    def definition_review(self, obj: McpTool) -> SafeString:
+        """What the server changed since the tool was enabled: each part as enabled, beside it now."""
+        old, new = obj.pinned_definition, obj.definition
+        parts = catalogue.changed_parts(old, new)
+        rows = format_html_join(
+            "",
+            "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
+            ((catalogue.PARTS[part], _shown(old.get(part)), _shown(new.get(part))) for part in parts),
+        )
+        when = f" on {obj.disabled_at:%Y-%m-%d %H:%M}" if obj.disabled_at else ""
+        return format_html(
+            '<p><strong class="nr-llm-warning">Disabled by an import{}: its {}.</strong> A model is not '
+            "offered it until you accept the change: read it, then tick Enabled and save (the definition "
+            "shown as now becomes the one enabled).</p>"
+            '<table class="nr-llm-review"><thead><tr><th>part</th><th>as enabled</th><th>now</th></tr>'
+            "</thead><tbody>{}</tbody></table>",
+            when,
+            DEFINITION_CHANGED,
+            rows
+            or format_html(
+                '<tr><td colspan="3">{}</td></tr>', "no difference now: the server changed it back"
+            ),
+        )
+
+    @admin.display(description="output schema")
+    def output_schema_column(self, obj: McpTool) -> SafeString:
+        return _pretty_json(obj.output_schema)
+
     @admin.action(description="Enable selected tools", permissions=["change"])
     def enable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
-        # An orphan is gone from its server: enabling it would only offer a model a
-        # tool that fails, so it stays disabled and the operator is told.
-        orphans = queryset.filter(orphaned=True, enabled=False).count()
-        # update() skips auto_now; an enable is an operator's edit, so stamp it.
-        changed = queryset.filter(orphaned=False, enabled=False).update(enabled=True, updated=timezone.now())
-        self.message_user(request, f"{changed} tool(s) enabled.")
-        if orphans:
+        # An orphan is gone from its server: enabling it would only offer a model a tool that
+        # fails. A changed definition is accepted on the tool's own page, where it can be read.
+        done = catalogue.enable_tools(queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{done.count} tool(s) enabled.")
+        if done.orphaned:
             self.message_user(
                 request,
-                f"{orphans} orphaned tool(s) left disabled: they are gone from their server.",
+                f"{done.orphaned} orphaned tool(s) left disabled: they are gone from their server.",
+                messages.WARNING,
+            )
+        if done.to_review:
+            self.message_user(
+                request,
+                f"{len(done.to_review)} tool(s) left disabled because their definition changed since "
+                f"they were enabled: {', '.join(done.to_review)}. Open each to read what changed and "
+                "enable it there.",
                 messages.WARNING,
             )
 
     @admin.action(description="Disable selected tools", permissions=["change"])
     def disable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
-        changed = queryset.filter(enabled=True).update(enabled=False, updated=timezone.now())
-        self.message_user(request, f"{changed} tool(s) disabled.")
+        done = catalogue.disable_tools(queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{done.count} tool(s) disabled.")
+
+
+def _shown(value: Any) -> SafeString:
+    """One part of a definition for reading: text as text, JSON pretty-printed."""
+    if isinstance(value, str):
+        if not value:
+            return SafeString("<em>empty</em>")
+        return format_html('<div class="nr-llm-error-text">{}</div>', value)
+    return _pretty_json(value if value is not None else {})
 
 
 _ORPHANED = "it is orphaned (gone from its server's catalogue)"
+_CHANGED = f"its {DEFINITION_CHANGED}"
 _NOT_ENABLED = "it is not enabled"
 _SERVER_DISABLED = "its server is not enabled"
 #: What the Try column says instead of a link: short, the whole reason in its title.
-_TRY_HINTS = {_ORPHANED: "orphaned", _NOT_ENABLED: "enable it first", _SERVER_DISABLED: "server disabled"}
+_TRY_HINTS = {
+    _ORPHANED: "orphaned",
+    _CHANGED: "review the change",
+    _NOT_ENABLED: "enable it first",
+    _SERVER_DISABLED: "server disabled",
+}
 #: A description in the tool list: one line's worth; the page holds the rest.
 DESCRIPTION_CHARS = 70
 
@@ -592,6 +693,8 @@ def _why_not_tryable(tool: McpTool) -> tuple[str, str]:
             _ORPHANED,
             "Import the server's catalogue again; if the server offers it again, it can be tried.",
         )
+    if tool.awaiting_review:
+        return _CHANGED, "Read what changed on the tool's page; tick Enabled and save to accept it."
     if not tool.enabled:
         return _NOT_ENABLED, "A tool must be enabled to try it: tick Enabled and save."
     if not tool.server.enabled:

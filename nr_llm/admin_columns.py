@@ -154,8 +154,16 @@ def import_message(start: ImportStart) -> tuple[str, int]:
     text = f"{who} ran: {counts}."
     if report.imported:
         text += " New tools start disabled: enable them one by one under MCP tools."
+    level = messages.SUCCESS
+    if report.changed:
+        level = messages.WARNING
+        text += (
+            f" Disabled because their definition changed since they were enabled: "
+            f"{'; '.join(str(changed) for changed in report.changed)}. Open each under MCP tools, "
+            "read what changed, and enable it again if it is still what you want."
+        )
     if report.skip_reasons:
         shown = "; ".join(report.skip_reasons[:3])
         more = f" (and {len(report.skip_reasons) - 3} more)" if len(report.skip_reasons) > 3 else ""
         return f"{text} Skipped: {shown}{more}.", messages.WARNING
-    return text, messages.SUCCESS
+    return text, level

@@ -9,7 +9,7 @@ from django import forms
 
 from . import credentials
 from .arguments import argument_problems, argument_template
-from .models import McpServer
+from .models import McpServer, McpTool
 
 
 class WriteOnlyTextarea(forms.Textarea):
@@ -130,6 +130,33 @@ class McpServerForm(forms.ModelForm[McpServer]):
             self.instance.oauth_private_key_ciphertext = credentials.encrypt(key)
         if secret:
             self.instance.oauth_client_secret_ciphertext = credentials.encrypt(secret)
+
+
+class McpToolForm(forms.ModelForm[McpTool]):
+    """The tool's one editable switch, and the fingerprint of the definition its page showed."""
+
+    # Enabling accepts the definition the operator read, not one an import stored since.
+    reviewed_fingerprint = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    class Meta:
+        model = McpTool
+        fields = ["enabled"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["reviewed_fingerprint"].initial = self.instance.definition_fingerprint
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if "enabled" in self.changed_data and cleaned.get("enabled"):
+            current = McpTool.objects.filter(pk=self.instance.pk).values_list(
+                "definition_fingerprint", flat=True
+            )
+            if list(current) != [cleaned.get("reviewed_fingerprint", "")]:
+                raise forms.ValidationError(
+                    "An import changed this tool's definition while the page was open: read it again below."
+                )
+        return cleaned
 
 
 class TryToolForm(forms.Form):

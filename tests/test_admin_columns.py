@@ -3,9 +3,12 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib import messages
 
 from nr_llm import admin_columns as columns
+from nr_llm.catalogue import ChangedDefinition, ImportReport
 from nr_llm.mcp import ConnectionReport
+from nr_llm.tasks import ImportStart
 
 NOW = datetime(2026, 5, 6, 12, 0, 0, tzinfo=UTC)
 
@@ -150,3 +153,18 @@ def test_connection_names_the_transport_and_the_authentication():
     """One line: the transport, then the authentication in words."""
     assert columns.connection("none", "") == "Streamable HTTP, no authentication"
     assert columns.connection("header", "X-Api-Key") == "Streamable HTTP, Named header (X-Api-Key)"
+
+
+def test_the_import_message_names_each_tool_disabled_for_a_changed_definition():
+    """A run that disabled changed tools is a warning naming each tool and the parts that changed."""
+    report = ImportReport(
+        "docs", 3, 0, 0, (), changed=(ChangedDefinition("mcp_docs_search", ("description", "inputSchema")),)
+    )
+    text, level = columns.import_message(ImportStart("docs", "t1", "ran", report=report))
+    assert level == messages.WARNING
+    assert text == (
+        "Import of docs ran: 3 imported, 0 skipped, 0 orphaned. New tools start disabled: enable them one "
+        "by one under MCP tools. Disabled because their definition changed since they were enabled: "
+        "mcp_docs_search (description, input schema). Open each under MCP tools, read what changed, and "
+        "enable it again if it is still what you want."
+    )

@@ -8,10 +8,11 @@ import io
 import json
 
 import pytest
+import requests
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from nr_llm import tools
+from nr_llm import catalogue, tools
 from nr_llm.models import McpTool
 
 from . import catalogue_peers
@@ -140,6 +141,43 @@ def test_json_prints_the_reports(url):
         "orphaned": 0,
         "skip_reasons": [],
         "refused": "",
+        "changed": [],
         "status": "ok",
         "ok": True,
     }
+
+
+@pytest.fixture
+def mutable_url():
+    from tests.peers import sdk_server
+
+    with sdk_server("--stateless", "--mutable") as url:
+        yield url
+
+
+def test_a_changed_enabled_tool_is_listed_in_text_and_json(mutable_url):
+    """The server rewrites the enabled echo's description between imports: the text report names
+    it and what changed, exit 0; after it is accepted and changed again, --json lists it too."""
+    McpServerFactory.create(identifier="sdk", url=mutable_url)
+    run("sdk")
+    echo = McpTool.objects.get(remote_name="echo")
+    assert catalogue.enable_tools([echo.pk]).count == 1
+    base = mutable_url.removesuffix("/mcp")
+    requests.post(
+        f"{base}/tools/echo", json={"description": "Echo, now different."}, timeout=10
+    ).raise_for_status()
+
+    out, _, error = run("sdk")
+    assert error is None
+    assert out.splitlines() == [
+        "sdk: 5 imported, 0 skipped, 0 orphaned, 1 disabled: definition changed",
+        "  disabled until reviewed: mcp_sdk_echo (description)",
+    ]
+    echo.refresh_from_db()
+    assert catalogue.accept_definition(echo.pk, echo.definition_fingerprint) == ""
+    requests.post(f"{base}/tools/echo", json={"title": "Echo"}, timeout=10).raise_for_status()
+    out, _, error = run("sdk", "--json")
+    assert error is None
+    [report] = json.loads(out)
+    assert report["changed"] == [{"tool_name": "mcp_sdk_echo", "parts": ["title"]}]
+    assert report["status"] == "ok"

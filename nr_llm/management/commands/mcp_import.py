@@ -101,9 +101,14 @@ class Command(BaseCommand):
             self.stdout.write(self.style.ERROR(f"{report.identifier}: refused — {report.refused}"))
             return
         counts = f"{report.imported} imported, {report.skipped} skipped, {report.orphaned} orphaned"
+        if report.changed:
+            counts += f", {len(report.changed)} disabled: definition changed"
         self.stdout.write(f"{report.identifier}: {counts}")
         for reason in report.skip_reasons:
             self.stdout.write(f"  skipped: {reason}")
+        for changed in report.changed:
+            # Styled before the line ends, so the colour stops on this line.
+            self.stdout.write(self.style.WARNING(f"  disabled until reviewed: {changed}"))
 
 
 def _plain(text: str) -> str:
