@@ -49,17 +49,38 @@ def _connection_line(server: McpServer) -> SafeString:
     return format_html("{}: {}", line, authorization_columns.cell(server, record, timezone.now()))
 
 
-class NeedsAttentionFilter(admin.SimpleListFilter):
-    title = "authorization"
-    parameter_name = "authorization"
+class _OneChoiceFilter(admin.SimpleListFilter):
+    """A filter with one choice besides All: the rows that match ``condition``."""
+
+    choice = ""
+    label = ""
+
+    def condition(self) -> Q:
+        raise NotImplementedError
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("attention", "Needs attention")]
+        return [(self.choice, self.label)]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> QuerySet[McpServer]:
-        if self.value() == "attention":
-            return queryset.filter(authorization_columns.needs_attention())
-        return queryset
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(self.condition()) if self.value() == self.choice else queryset
+
+
+class NeedsAttentionFilter(_OneChoiceFilter):
+    title = "authorization"
+    parameter_name = "authorization"
+    choice, label = "attention", "Needs attention"
+
+    def condition(self) -> Q:
+        return authorization_columns.needs_attention()
+
+
+class AwaitingReviewFilter(_OneChoiceFilter):
+    title = "definition"
+    parameter_name = "definition"
+    choice, label = "changed", "Changed, awaiting review"
+
+    def condition(self) -> Q:
+        return Q(disabled_reason=DEFINITION_CHANGED)
 
 
 @admin.register(McpServer)
@@ -77,22 +98,6 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     list_filter = ["enabled", NeedsAttentionFilter, "import_status", "data_class"]
     search_fields = ["identifier", "name", "url"]
     actions = ["test_connection_action", "import_catalogue_action"]
-    readonly_fields = [
-        "contact_state",
-        "catalogue_state",
-        "credential_state",
-        "oauth_secret_state",
-        "oauth_status",
-        "import_status",
-        "import_task_column",
-        "import_error",
-        "last_imported",
-        "tool_count",
-        "last_contact",
-        "last_latency_ms",
-        "created",
-        "updated",
-    ]
     # Authentication fields by the placement they serve; the page shows the chosen one's
     # (server_form.js), and without JavaScript folds the others.
     CREDENTIAL_FIELDS = [
@@ -123,6 +128,15 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         "last_latency_ms",
         "created",
         "updated",
+    ]
+    readonly_fields = [
+        "contact_state",
+        "catalogue_state",
+        "credential_state",
+        "oauth_secret_state",
+        "oauth_status",
+        "import_error",
+        *OBSERVED_FIELDS,
     ]
 
     class Media:
@@ -398,19 +412,6 @@ def _for_placements(chosen: str, *placements: str) -> list[str]:
         *(f"nr-llm-for-{placement}" for placement in placements),
         *([] if chosen in placements else ["collapse"]),
     ]
-
-
-class AwaitingReviewFilter(admin.SimpleListFilter):
-    title = "definition"
-    parameter_name = "definition"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("changed", "Changed, awaiting review")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> QuerySet[McpTool]:
-        if self.value() == "changed":
-            return queryset.filter(disabled_reason=DEFINITION_CHANGED)
-        return queryset
 
 
 @admin.register(McpTool)

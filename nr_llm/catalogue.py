@@ -33,7 +33,7 @@ from .mcp import Endpoint, McpTransportError
 from .mcp.names import InvalidToolName, checked_local_name
 from .mcp.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
 from .mcp.text import clean
-from .models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool
+from .models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
 from .redaction import redact
 
 MAX_TOOLS = 500
@@ -145,14 +145,9 @@ class _Accepted:
 
     @property
     def definition(self) -> dict[str, Any]:
-        # The same keys as McpTool.definition: a stored row and a fresh tool compare as equals.
-        return {
-            "title": self.title,
-            "description": self.description,
-            "inputSchema": self.input_schema,
-            "outputSchema": self.output_schema,
-            "annotations": self.annotations,
-        }
+        return tool_definition(
+            self.title, self.description, self.input_schema, self.output_schema, self.annotations
+        )
 
 
 def fingerprint(definition: dict[str, Any]) -> str:

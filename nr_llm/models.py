@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator, URLValidator
 from django.db import models
@@ -230,6 +232,19 @@ class McpServer(models.Model):
 DEFINITION_CHANGED = "definition changed since it was enabled"
 
 
+def tool_definition(
+    title: str, description: str, input_schema: Any, output_schema: Any, annotations: Any
+) -> dict[str, Any]:
+    """A tool's definition keyed as MCP names its parts: a stored row and a fresh import compare equal."""
+    return {
+        "title": title,
+        "description": description,
+        "inputSchema": input_schema,
+        "outputSchema": output_schema,
+        "annotations": annotations,
+    }
+
+
 class McpTool(models.Model):
     server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="tools")
     tool_name = models.CharField(max_length=64, unique=True)
@@ -263,15 +278,11 @@ class McpTool(models.Model):
         return self.tool_name
 
     @property
-    def definition(self) -> dict[str, object]:
+    def definition(self) -> dict[str, Any]:
         """The stored definition, keyed as MCP names its parts (what the fingerprint covers)."""
-        return {
-            "title": self.title,
-            "description": self.description,
-            "inputSchema": self.input_schema,
-            "outputSchema": self.output_schema,
-            "annotations": self.remote_annotations,
-        }
+        return tool_definition(
+            self.title, self.description, self.input_schema, self.output_schema, self.remote_annotations
+        )
 
     @property
     def awaiting_review(self) -> bool:
