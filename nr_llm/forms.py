@@ -89,8 +89,10 @@ class McpServerForm(forms.ModelForm[McpServer]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Only meaningful for OAuth: a form (or script) that leaves them out keeps the defaults.
+        # A view-only operator's form has neither (every field is read-only there).
         for name in ("oauth_grant_type", "oauth_registration"):
-            self.fields[name].required = False
+            if name in self.fields:
+                self.fields[name].required = False
 
     def clean_oauth_grant_type(self) -> str:
         return str(self.cleaned_data.get("oauth_grant_type") or self.instance.oauth_grant_type)

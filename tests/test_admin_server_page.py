@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from nr_llm.models import McpTool, OAuthGrantRecord
+from nr_llm.models import DEFINITION_CHANGED, McpTool, OAuthGrantRecord
 
 from . import catalogue_peers
 from .admin_clients import messages_of, staff_client
@@ -156,3 +156,13 @@ def test_the_pages_buttons_are_post_only_and_need_the_change_permission(name):
     assert client.post(url).status_code == 403
     server.refresh_from_db()
     assert server.import_status == "never_imported"
+
+
+def test_a_view_only_operator_reads_both_pages():
+    """Without the change permission the server's and a changed tool's pages still render (read-only)."""
+    tool = McpToolFactory.create(disabled_reason=DEFINITION_CHANGED, pinned_definition={"description": "old"})
+    client = staff_client("view_mcpserver", "view_mcptool")
+    assert client.get(reverse("admin:nr_llm_mcpserver_change", args=[tool.server_id])).status_code == 200
+    page = client.get(reverse("admin:nr_llm_mcptool_change", args=[tool.pk]))
+    assert page.status_code == 200
+    assert "Disabled by an import: its definition changed" in page.content.decode()
