@@ -157,7 +157,11 @@ def fingerprint(definition: dict[str, Any]) -> str:
 
 
 def changed_parts(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
-    """Which parts (PARTS keys) differ between two definitions, in PARTS order."""
+    """Which parts (PARTS keys) differ between two definitions, in PARTS order.
+
+    Compared as values, as an import compares a row with what it fetched: a stored pin has been
+    through the database's JSON (PostgreSQL writes 1e2 back as 100), the fetched text has not.
+    """
     return tuple(part for part in PARTS if old.get(part) != new.get(part))
 
 

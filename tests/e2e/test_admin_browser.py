@@ -275,6 +275,7 @@ def test_operator_adds_tests_imports_enables_and_tries_a_tool(
             .startswith("DEFINITION CHANGED")
         )
         page.locator("tr:has-text('mcp_peer_echo') th a").click()
+        page.wait_for_selector(".field-definition_review table.nr-llm-review")
         review = page.locator(".field-definition_review table.nr-llm-review tbody tr")
         assert review.count() == 1
         assert review.locator("td").nth(0).inner_text() == "Return the text unchanged."
