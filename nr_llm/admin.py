@@ -110,6 +110,7 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     OAUTH_FIELDS = [
         "oauth_grant_type",
         "oauth_registration",
+        "oauth_issuer",
         "oauth_client_id",
         "oauth_secret_state",
         "new_oauth_client_secret",

@@ -81,6 +81,7 @@ class McpServerForm(forms.ModelForm[McpServer]):
             "credential_env",
             "oauth_grant_type",
             "oauth_registration",
+            "oauth_issuer",
             "oauth_client_id",
             "oauth_key_id",
             "oauth_scopes",

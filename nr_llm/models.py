@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator, URLValidator
@@ -107,6 +108,14 @@ class McpServer(models.Model):
         choices=OAuthRegistration.choices,
         default=OAuthRegistration.DYNAMIC,
     )
+    oauth_issuer = models.CharField(
+        "authorization server (issuer)",
+        max_length=500,
+        blank=True,
+        validators=[URLValidator(schemes=["http", "https"], message="Enter an http:// or https:// URL.")],
+        help_text="For a pre-registered client: the issuer it is registered at, exactly as that "
+        "authorization server's metadata names it. Its secret goes to no other.",
+    )
     oauth_client_id = models.CharField(
         "client id", max_length=500, blank=True, help_text="For a pre-registered client only."
     )
@@ -178,6 +187,15 @@ class McpServer(models.Model):
     def _clean_oauth(self) -> None:
         if self.oauth_registration == OAuthRegistration.PREREGISTERED and not self.oauth_client_id:
             raise ValidationError({"oauth_client_id": "A pre-registered client needs its client id."})
+        if self.oauth_registration == OAuthRegistration.PREREGISTERED and not self.oauth_issuer:
+            raise ValidationError(
+                {
+                    "oauth_issuer": "A pre-registered client needs the authorization server (issuer) it is "
+                    "registered at: its secret is sent to that server only."
+                }
+            )
+        if urlsplit(self.oauth_issuer).query or urlsplit(self.oauth_issuer).fragment:
+            raise ValidationError({"oauth_issuer": "An issuer has no query or fragment (RFC 8414)."})
         if (
             self.oauth_registration == OAuthRegistration.METADATA_DOCUMENT
             and self.oauth_grant_type != OAuthGrantType.AUTHORIZATION_CODE

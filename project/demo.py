@@ -258,6 +258,7 @@ def _seed(config: DemoConfig, oauth: OAuthSecrets) -> tuple[str, int]:
             "auth_placement": AuthPlacement.OAUTH,
             "oauth_grant_type": OAuthGrantType.AUTHORIZATION_CODE,
             "oauth_registration": OAuthRegistration.PREREGISTERED,
+            "oauth_issuer": config.issuer,
             "oauth_client_id": OAUTH_CLIENT_ID,
             "oauth_client_secret_ciphertext": credentials.encrypt(oauth.client_secret),
             "oauth_scopes": "mcp:tools",

@@ -30,6 +30,10 @@ class OAuthGrantRecord(models.Model):
     issuer = models.CharField(max_length=2048, blank=True)
     token_endpoint = models.CharField(max_length=2048, blank=True)
     resource = models.CharField(max_length=2048, blank=True)
+    # The server URL the grant was issued for: used for any other URL it is set aside.
+    mcp_url = models.CharField(max_length=2048, blank=True)
+    # Where the protected resource metadata was found (often named only by a challenge).
+    resource_metadata = models.CharField(max_length=2048, blank=True)
     connected_at = models.DateTimeField(null=True, blank=True)
     # Set when a call found the grant unusable without a person; cleared by a new Connect.
     attention_reason = models.CharField(max_length=32, blank=True)

@@ -16,7 +16,6 @@ import json
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.db import transaction
 from django.urls import reverse
@@ -27,18 +26,21 @@ from ..conf import conf
 from ..mcp.deadline import MonotonicClock, OperationDeadline
 from ..mcp.errors import McpTransportError
 from ..mcp.oauth import (
+    Challenge,
     ClientConfig,
+    Grant,
     OAuthLegs,
     OAuthSettings,
     SystemWallClock,
+    client_credentials,
     finish_authorization,
+    probe_challenge,
     start_authorization,
 )
 from ..mcp.oauth import (
     PendingAuthorization as Pending,
 )
-from ..mcp.oauth.identity import authenticate
-from ..mcp.oauth.legs import vet_url
+from ..mcp.oauth.grants import revoke
 from ..mcp.oauth.scopes import union
 from ..mcp.text import clean
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
@@ -91,6 +93,7 @@ def client_config(server: McpServer, *, with_redirect: bool = True) -> ClientCon
         grant="authorization_code" if authorization_code else "client_credentials",
         redirect_uri=redirect_uri() if with_redirect and authorization_code else None,
         client_id=server.oauth_client_id or None if preregistered else None,
+        issuer=server.oauth_issuer or None if preregistered else None,
         client_secret=_decrypted(server.oauth_client_secret_ciphertext) if preregistered else None,
         private_key_pem=_decrypted(server.oauth_private_key_ciphertext),
         key_id=server.oauth_key_id or None,
@@ -114,6 +117,18 @@ def _scopes_to_keep(server: McpServer) -> tuple[str, ...]:
     return union(record.granted_scopes.split(), record.attention_scopes.split())
 
 
+def _challenge(legs: OAuthLegs, server: McpServer) -> Challenge:
+    """What the MCP server's own challenge says (its metadata URL, its scopes), as the
+    specification starts a flow; the metadata URL an earlier grant found stands in when the
+    server answers without one (a server may publish it only in its challenge)."""
+    challenge = probe_challenge(legs, server.url) or Challenge()
+    if challenge.resource_metadata:
+        return challenge
+    record = OAuthGrantRecord.objects.filter(server=server).first()
+    known = record.resource_metadata if record is not None and record.mcp_url == server.url else ""
+    return Challenge(challenge.error, challenge.scopes, known or None, challenge.error_description)
+
+
 def _decrypted(ciphertext: str) -> str | None:
     return credentials.decrypt(ciphertext) if ciphertext else None
 
@@ -132,12 +147,15 @@ def start_connect(server: McpServer, user: Any) -> str:
         config = client_config(server)
         legs, _ = _legs(server)
         with legs:
+            challenge = _challenge(legs, server)
             started = start_authorization(
                 legs,
                 server.url,
                 config,
                 DatabaseGrantStore(),
                 SystemWallClock(),
+                resource_metadata=challenge.resource_metadata,
+                challenged_scopes=challenge.scopes,
                 previous_scopes=_scopes_to_keep(server),
             )
     except (McpTransportError, credentials.CredentialUnavailable) as exc:
@@ -211,23 +229,37 @@ def finish_connect(user: Any, query: dict[str, str]) -> Connected:
         raise ConnectRefused(
             f"Connecting {server.identifier} failed: {exc} Nothing was stored.", server
         ) from exc
-    DatabaseGrantStore().save(server.identifier, grant)
-    return Connected(server=server, scopes=grant.scopes, expires_at=grant.expires_at)
+    return _keep(server, grant)
 
 
 def connect_client_credentials(server: McpServer) -> Connected:
     """Obtain a client credentials grant now (the runtime would on first use anyway)."""
-    from ..mcp.oauth import client_credentials
-
     try:
         config = client_config(server)
         legs, _ = _legs(server)
         store = DatabaseGrantStore()
         with legs:
-            grant = client_credentials(legs, server.url, config, store, SystemWallClock())
+            challenge = _challenge(legs, server)
+            grant = client_credentials(
+                legs,
+                server.url,
+                config,
+                store,
+                SystemWallClock(),
+                resource_metadata=challenge.resource_metadata,
+                challenged_scopes=challenge.scopes,
+            )
     except (McpTransportError, credentials.CredentialUnavailable) as exc:
         raise ConnectRefused(f"Connecting {server.identifier} failed: {exc}", server) from exc
-    store.save(server.identifier, grant)
+    return _keep(server, grant)
+
+
+def _keep(server: McpServer, grant: Grant) -> Connected:
+    try:
+        DatabaseGrantStore().save(server.identifier, grant)
+    except McpTransportError as exc:
+        message = f"Connecting {server.identifier} failed: {exc} Nothing was stored."
+        raise ConnectRefused(message, server) from exc
     return Connected(server=server, scopes=grant.scopes, expires_at=grant.expires_at)
 
 
@@ -241,9 +273,12 @@ class Disconnected:
 def disconnect(server: McpServer) -> Disconnected:
     """Forget the tokens, after revoking them where the authorization server advertises it."""
     store = DatabaseGrantStore()
-    grant = store.load(server.identifier)
     note = "no grant was stored"
     revoked = False
+    try:
+        grant = store.load(server.identifier)
+    except McpTransportError as exc:
+        grant, note = None, f"the stored grant could not be read, so nothing was revoked ({exc})"
     if grant is not None:
         try:
             revoked, note = _revoke(server, grant)
@@ -253,39 +288,11 @@ def disconnect(server: McpServer) -> Disconnected:
     return Disconnected(revoked=revoked, note=note)
 
 
-def _revoke(server: McpServer, grant: Any) -> tuple[bool, str]:
+def _revoke(server: McpServer, grant: Grant) -> tuple[bool, str]:
     legs, _ = _legs(server)
     with legs:
-        answer = legs.get(_metadata_url(grant.issuer), "authorization server metadata")
-        endpoint = (answer.body or {}).get("revocation_endpoint") if answer.status == 200 else None
-        if not endpoint:
-            return False, "the authorization server does not advertise revocation"
-        endpoint = vet_url(
-            endpoint,
-            server.identifier,
-            "revocation endpoint",
-            allow_private_networks=legs.allow_private_networks,
-        )
-        auth_form, headers = authenticate(
-            grant.client, client_config(server), SystemWallClock(), server.identifier
-        )
-        # The refresh token first: revoking it ends the whole grant (RFC 7009 §2.1).
-        for token, hint in ((grant.refresh_token, "refresh_token"), (grant.access_token, "access_token")):
-            if token:
-                # RFC 7009 §2.2: success is HTTP 200 and the body means nothing.
-                form = {"token": token, "token_type_hint": hint, **auth_form}
-                status = legs.post_form(
-                    endpoint, "revocation endpoint", form, headers, expect_json=False
-                ).status
-                if status != 200:
-                    return False, f"the authorization server refused revocation (HTTP {status})"
-    return True, ""
-
-
-def _metadata_url(issuer: str) -> str:
-    # RFC 8414 §3.1: the well-known segment goes between the host and the issuer's path.
-    parts = urlsplit(issuer)
-    return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-authorization-server{parts.path.rstrip('/')}"
+        done = revoke(legs, grant, client_config(server, with_redirect=False), SystemWallClock())
+    return done.revoked, done.note
 
 
 def _digest(state: str) -> str:

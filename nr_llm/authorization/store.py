@@ -1,14 +1,22 @@
 """The protocol client's ``GrantStore`` over the database, shared by every worker.
 
-Two rules from the issue shape it:
+Three rules from the issues shape it:
 
-- ``exclusive`` is a row lock (``SELECT … FOR UPDATE``) held around re-read, refresh
-  and save, so that two processes never spend one refresh token; the grant is re-read
-  after the lock is taken (``load`` inside ``exclusive`` reads through the locking
-  transaction).
+- One refresh per server at a time. Within a process: one lock per server identifier
+  (``ServerLocks``; the app builds a store per operation, so the lock cannot belong to a
+  store). Across processes: a row lock (``SELECT … FOR UPDATE``) on the server's grant row,
+  held around re-read, refresh and save; the grant is re-read after the lock is taken
+  (``load`` inside ``exclusive`` reads through the locking transaction). SQLite has no row
+  locks: there the process lock is all there is, so several processes sharing one SQLite
+  file can each spend a refresh token (use PostgreSQL for more than one worker process).
+- Waiting is part of the operation: the process lock, PostgreSQL's ``lock_timeout`` and
+  SQLite's busy timeout are each what is left of the budget less one leg, and a wait that
+  ends there is ``deadline_exhausted``. A database failure is ``authorization_failed``
+  (``grant_store``), never the driver's exception.
 - A rotated refresh token is committed in a transaction of its own: the authorization
   server has already invalidated the old one, so a caller's rollback (an ``atomic``
-  block around a tool call, ``ATOMIC_REQUESTS``) must not take the new one with it.
+  block around a tool call, ``ATOMIC_REQUESTS``) must not take the new one with it. A
+  save (or the commit that ends the lock) that fails is raised to the caller.
 
 Both need a transaction that is not the caller's. Django gives each thread its own
 connection, so the store's writes run on a short-lived thread of their own: its
@@ -23,35 +31,45 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from .. import credentials
+from ..mcp.deadline import MINIMUM_LEG_SECONDS, OperationDeadline
+from ..mcp.errors import AuthorizationError, McpTransportError
 from ..mcp.oauth import ClientRegistration, Grant
+from ..mcp.oauth.store import ServerLocks, lock_wait_seconds, wait_exhausted
 from ..models import McpServer
 from .models import OAuthGrantRecord
 
 T = TypeVar("T")
 
-# Longest a worker waits for another worker's refresh of the same server: a refresh is one
-# leg of an operation, so the operation's own budget ends first in practice.
-LOCK_WAIT_SECONDS = 120
+# One per process: every DatabaseGrantStore of the process shares them.
+_SERVER_LOCKS = ServerLocks()
+# PostgreSQL's SQLSTATE for a lock wait that ran into lock_timeout.
+_LOCK_NOT_AVAILABLE = "55P03"
+# Time for the lock thread to connect and start beyond its lock wait before it is given up.
+_START_SECONDS = 1.0
 
 
 def _own_transaction(work: Callable[[], T]) -> T:
-    """Run ``work`` in a transaction committed on its own, whatever the caller's state."""
+    """Run ``work`` in a transaction committed on its own, whatever the caller's state; its
+    result is returned only once committed (a failed commit is raised)."""
     result: Future[T] = Future()
 
     def run() -> None:
         try:
             with transaction.atomic():
-                result.set_result(work())
+                value = work()
         except BaseException as exc:  # handed to the caller, raised there
             result.set_exception(exc)
+        else:
+            result.set_result(value)
         finally:
             connection.close()
 
@@ -62,63 +80,139 @@ def _own_transaction(work: Callable[[], T]) -> T:
 
 
 class _LockHolder:
-    """A thread holding the row lock in its transaction, running the store's calls in it."""
+    """A thread holding the row lock in its transaction, running the store's calls in it.
 
-    def __init__(self, server: str) -> None:
+    Without row locks (SQLite) no transaction stays open across the network leg (it would
+    hold the database's lock meanwhile): each call commits on its own.
+    """
+
+    def __init__(self, server: str, deadline: OperationDeadline) -> None:
         self._server = server
+        self._deadline = deadline
         self._jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = queue.Queue()
         self._locked: Future[None] = Future()
+        self._finished: Future[None] = Future()
         self._thread = threading.Thread(target=self._run, name="nr-llm-grant-lock", daemon=True)
 
     def __enter__(self) -> _LockHolder:
+        self._wait = lock_wait_seconds(self._deadline)
         self._thread.start()
-        self._locked.result()
+        try:
+            with _typed_errors(self._server, self._deadline):
+                self._locked.result(timeout=self._wait + _START_SECONDS)
+        except FutureTimeout:
+            self._jobs.put(None)  # it lets go (and rolls back) as soon as it gets the lock
+            raise wait_exhausted(self._deadline, self._server) from None
+        except McpTransportError:
+            self._thread.join()
+            raise
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        # Commit whatever was saved: a rotated token is kept even if the caller then fails.
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
         self._jobs.put(None)
         self._thread.join()
+        try:
+            with _typed_errors(self._server, None):
+                self._finished.result()
+        except McpTransportError:
+            # The commit of what was saved failed: the caller must know (unless it is
+            # already failing for a reason of its own).
+            if exc_type is None:
+                raise
 
     def call(self, work: Callable[[], T]) -> T:
         done: Future[T] = Future()
         self._jobs.put((work, done))
-        return done.result()
+        with _typed_errors(self._server, self._deadline):
+            return done.result()
 
     def _run(self) -> None:
         try:
-            with transaction.atomic():
-                if connection.vendor == "postgresql":
-                    with connection.cursor() as cursor:
-                        cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_SECONDS}s'")
-                _locked_record(self._server)
+            if connection.features.has_select_for_update:
+                with transaction.atomic():
+                    _bound_lock_wait(self._wait)
+                    _locked_record(self._server)
+                    self._locked.set_result(None)
+                    self._serve(each_in_own_transaction=False)
+            else:
+                _bound_lock_wait(self._wait)
                 self._locked.set_result(None)
-                while (job := self._jobs.get()) is not None:
-                    work, done = job
-                    try:
-                        done.set_result(work())
-                    except BaseException as exc:
-                        done.set_exception(exc)
+                self._serve(each_in_own_transaction=True)
         except BaseException as exc:
-            if not self._locked.done():
-                self._locked.set_exception(exc)
+            (self._finished if self._locked.done() else self._locked).set_exception(exc)
+        else:
+            self._finished.set_result(None)
         finally:
             connection.close()
 
+    def _serve(self, *, each_in_own_transaction: bool) -> None:
+        while (job := self._jobs.get()) is not None:
+            work, done = job
+            try:
+                if each_in_own_transaction:
+                    with transaction.atomic():
+                        outcome = work()
+                else:
+                    outcome = work()
+            except BaseException as exc:
+                done.set_exception(exc)
+            else:
+                done.set_result(outcome)
+
+
+def _bound_lock_wait(seconds: float) -> None:
+    """Let this connection wait for a lock no longer than ``seconds``."""
+    milliseconds = max(int(seconds * 1000), 1)  # 0 would mean "no limit" to PostgreSQL
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"SET LOCAL lock_timeout = '{milliseconds}ms'")
+        elif connection.vendor == "sqlite":
+            cursor.execute(f"PRAGMA busy_timeout = {milliseconds}")
+
 
 def _locked_record(server: str) -> OAuthGrantRecord:
-    # The server row is locked first: it always exists, so two first-time callers
-    # serialize on it before either creates the grant row.
-    server_pk = McpServer.objects.select_for_update().values_list("pk", flat=True).get(identifier=server)
-    record, _ = OAuthGrantRecord.objects.get_or_create(server_id=server_pk)
+    # The grant row only (created first if missing): locking the server row would also hold
+    # up every other write to it (health, the admin) for the length of a refresh.
+    record = _ensure_record(server)
     return OAuthGrantRecord.objects.select_for_update().get(pk=record.pk)
+
+
+@contextlib.contextmanager
+def _typed_errors(server: str, deadline: OperationDeadline | None) -> Iterator[None]:
+    """The store's failures as the protocol client's errors (``deadline``: inside ``exclusive``)."""
+    try:
+        yield
+    except DatabaseError as exc:
+        raise _typed(exc, server, deadline) from exc
+    except credentials.CredentialUnavailable as exc:
+        message = f"MCP server {server!r}: its stored OAuth grant cannot be read ({exc})."
+        raise McpTransportError("missing_credential", server, message) from exc
+
+
+def _typed(exc: DatabaseError, server: str, deadline: OperationDeadline | None) -> McpTransportError:
+    """A database failure as the protocol client's error: a lock wait that ran out is the
+    budget's, anything else ``grant_store`` (the driver's text stays in the chained cause)."""
+    cause = exc.__cause__
+    if deadline is not None and (
+        getattr(cause, "sqlstate", None) == _LOCK_NOT_AVAILABLE
+        or ("locked" in str(exc) and deadline.remaining_ns() < 2 * MINIMUM_LEG_SECONDS * 1_000_000_000)
+    ):
+        return wait_exhausted(deadline, server)
+    return AuthorizationError(
+        "authorization_failed",
+        server,
+        f"MCP server {server!r}: its stored OAuth grant could not be read or kept "
+        f"(database error: {type(exc).__name__}).",
+        reason="grant_store",
+    )
 
 
 class DatabaseGrantStore:
     """``GrantStore`` for the Django app: one ``OAuthGrantRecord`` per server, secrets encrypted."""
 
     def __init__(self) -> None:
-        self._holders: dict[str, _LockHolder] = {}
+        # By thread and server: a store shared by threads routes each one's calls to its own lock.
+        self._holders: dict[tuple[int, str], _LockHolder] = {}
         self._guard = threading.Lock()
 
     # -- the protocol ------------------------------------------------------------------
@@ -149,18 +243,19 @@ class DatabaseGrantStore:
         self._in_lock_or_own(server, write)
 
     @contextlib.contextmanager
-    def exclusive(self, server: str) -> Iterator[None]:
+    def exclusive(self, server: str, deadline: OperationDeadline) -> Iterator[None]:
+        key = (threading.get_ident(), server)
         with self._guard:
-            if server in self._holders:
+            if key in self._holders:
                 raise RuntimeError("exclusive() is not re-entrant for one server")
-        with _LockHolder(server) as holder:
+        with _SERVER_LOCKS.holding(server, deadline, server), _LockHolder(server, deadline) as holder:
             with self._guard:
-                self._holders[server] = holder
+                self._holders[key] = holder
             try:
                 yield
             finally:
                 with self._guard:
-                    del self._holders[server]
+                    del self._holders[key]
 
     # -- beyond the protocol: what the admin shows and sets ----------------------------
 
@@ -181,17 +276,23 @@ class DatabaseGrantStore:
 
     def _holder(self, server: str) -> _LockHolder | None:
         with self._guard:
-            return self._holders.get(server)
+            return self._holders.get((threading.get_ident(), server))
 
     def _in_lock_or_not(self, server: str, work: Callable[[], T]) -> T:
         holder = self._holder(server)
-        # Outside a lock a read on the caller's connection is enough (it sees what committed);
-        # inside, it must go through the locking transaction: that is the re-read.
-        return holder.call(work) if holder is not None else work()
+        if holder is not None:
+            # Inside a lock a read must go through the locking transaction: that is the re-read.
+            return holder.call(work)
+        # Outside, a read on the caller's connection is enough (it sees what committed).
+        with _typed_errors(server, None):
+            return work()
 
     def _in_lock_or_own(self, server: str, work: Callable[[], T]) -> T:
         holder = self._holder(server)
-        return holder.call(work) if holder is not None else _own_transaction(work)
+        if holder is not None:
+            return holder.call(work)
+        with _typed_errors(server, None):
+            return _own_transaction(work)
 
 
 def _record(server: str) -> OAuthGrantRecord | None:
@@ -216,6 +317,8 @@ def _write_grant(server: str, grant: Grant) -> None:
         issuer=grant.issuer,
         token_endpoint=grant.token_endpoint,
         resource=grant.resource,
+        mcp_url=grant.mcp_url[:2048],
+        resource_metadata=(grant.resource_metadata or "")[:2048],
         connected_at=record.connected_at
         if record.issuer == grant.issuer and record.connected_at
         else timezone.now(),
@@ -231,6 +334,7 @@ def _forget(server: str) -> None:
         refresh_token_ciphertext="",
         expires_at=None,
         granted_scopes="",
+        mcp_url="",
         connected_at=None,
         attention_reason="",
         attention_scopes="",
@@ -256,6 +360,8 @@ def _grant_of(record: OAuthGrantRecord | None) -> Grant | None:
         expires_at=record.expires_at.timestamp() if record.expires_at else None,
         scopes=tuple(record.granted_scopes.split()),
         grant_type=record.grant_type or "authorization_code",
+        mcp_url=record.mcp_url,
+        resource_metadata=record.resource_metadata or None,
     )
 
 

@@ -23,10 +23,12 @@ Exception tree::
         AuthorizationError      carries ``reason`` and ``scopes``
             kind = authorization_required  a person must (re)authorize: no grant yet,
                                            refresh refused, more scopes needed, the
-                                           authorization server changed, attempts spent
+                                           authorization server or the URL changed,
+                                           attempts spent, no issuer configured
                    authorization_failed    an OAuth exchange went wrong: metadata that
                                            does not fit, an issuer or state mismatch,
-                                           an authorization server's error answer
+                                           an authorization server's error answer, a
+                                           grant that could not be read or kept
 
 Configuration errors are not in this tree: they are Django's ``ImproperlyConfigured``
 and system checks. The message always names the server's identifier and never a
@@ -142,8 +144,10 @@ AuthorizationReason = Literal[
     "not_authorized",  # no grant is stored for this server
     "refresh_refused",  # the authorization server refused the refresh token
     "insufficient_scope",  # the server asks for scopes beyond the grant (step-up)
-    "server_changed",  # a challenge names another authorization server than the pinned one
+    "server_changed",  # another authorization server or token endpoint than the pinned one
+    "url_changed",  # the grant was issued for another URL than the server's current one
     "attempts_exhausted",  # three authorizations in one operation did not satisfy the server
+    "issuer_not_configured",  # a pre-registered client names no authorization server (issuer)
     # authorization_failed
     "discovery",  # no usable protected-resource or authorization-server metadata
     "resource_mismatch",  # the metadata's resource does not cover the MCP URL
@@ -152,6 +156,7 @@ AuthorizationReason = Literal[
     "registration",  # dynamic client registration failed
     "token_error",  # the token endpoint refused a code or client credentials
     "unsupported",  # the authorization server cannot do what the configuration asks
+    "grant_store",  # the stored grant could not be read, or a renewed one could not be kept
 ]
 
 

@@ -7,7 +7,8 @@ from django.db import migrations, models
 # its next import pins it (catalogue._pin compares what it stored then).
 class Migration(migrations.Migration):
     dependencies = [
-        ("nr_llm", "0003_oauth_authorization"),
+        # Written on 0003_oauth_authorization; chained after 0006, which landed on main first.
+        ("nr_llm", "0006_oauth_pinned_issuer"),
     ]
 
     operations = [

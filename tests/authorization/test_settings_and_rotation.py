@@ -27,6 +27,7 @@ def test_client_credentials_connect_needs_no_browser_and_shows_ok(oauth_peers: O
             oauth_peers,
             oauth_grant_type="client_credentials",
             oauth_registration="preregistered",
+            oauth_issuer=oauth_peers.auth.issuer,
             oauth_client_id=machine.client_id,
             oauth_client_secret_ciphertext=credentials.encrypt(machine.client_secret),
         )
@@ -137,6 +138,7 @@ def test_client_secret_and_key_are_write_only_even_when_the_form_is_shown_again(
         "auth_placement": "oauth",
         "oauth_grant_type": "client_credentials",
         "oauth_registration": "preregistered",
+        "oauth_issuer": "https://as.example",
         "oauth_client_id": "",  # missing: the form comes back with an error
         "new_oauth_client_secret": "typed-client-secret-123",
         "new_oauth_private_key": pem,

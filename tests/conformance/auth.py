@@ -26,6 +26,7 @@ from nr_llm.mcp.oauth import (
     OAuthSettings,
     SystemWallClock,
     finish_authorization,
+    parse_challenge,
     start_authorization,
 )
 
@@ -55,21 +56,44 @@ def pin_localhost_to_ipv4() -> None:
     socket.getaddrinfo = ipv4_localhost
 
 
-def config_for(scenario: str, context: dict[str, Any]) -> ClientConfig:
+def config_for(scenario: str, context: dict[str, Any], url: str) -> ClientConfig:
     """The operator's configuration a scenario implies (its context carries pre-registered credentials)."""
+    issuer = registered_issuer(url) if context.get("client_id") else None
     if "client-credentials" in scenario:
         return ClientConfig(
             grant="client_credentials",
             client_id=context.get("client_id"),
             client_secret=context.get("client_secret"),
             private_key_pem=context.get("private_key_pem"),
+            issuer=issuer,
         )
     return ClientConfig(
         redirect_uri=REDIRECT_URI,
         client_id=context.get("client_id"),
         client_secret=context.get("client_secret"),
         client_metadata_url=CLIENT_METADATA_URL,
+        issuer=issuer,
     )
+
+
+def registered_issuer(url: str) -> str | None:
+    """The issuer an operator registered the scenario's pre-registered client at.
+
+    The context gives the client's credentials, not its authorization server, which an operator
+    knows from registering there; the driver reads it from the scenario server's metadata once,
+    beforehand, with its own requests (the client under test is told, never trusts on first use).
+    """
+    probe = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
+    answer = requests.post(url, json=probe, timeout=10, allow_redirects=False)
+    named = parse_challenge(answer.headers.get("WWW-Authenticate")).resource_metadata
+    parts = urlsplit(url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    for candidate in (named, f"{origin}/.well-known/oauth-protected-resource{parts.path}"):
+        if candidate:
+            metadata = requests.get(candidate, timeout=10, allow_redirects=False)
+            if metadata.status_code == 200:
+                return str(metadata.json()["authorization_servers"][0])
+    return None
 
 
 def browse(run: Run, url: str) -> dict[str, str]:
@@ -114,7 +138,7 @@ def connect(run: Run, endpoint: Endpoint, required: AuthorizationError) -> None:
 
 def authorize_and(work: Callable[[Run], None], run: Run) -> None:
     """Run ``work`` with OAuth; on authorization_required, connect as the operator and run it again."""
-    config = config_for(run.scenario, run.context)
+    config = config_for(run.scenario, run.context, run.endpoint.url)
     run.endpoint = Endpoint(
         identifier=run.endpoint.identifier,
         url=run.endpoint.url,

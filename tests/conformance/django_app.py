@@ -78,6 +78,7 @@ def server_for(run: Run) -> McpServer:
         oauth_grant_type=grant,
         oauth_registration=registration,
         oauth_client_id=client_id,
+        oauth_issuer=(auth.registered_issuer(run.endpoint.url) or "") if client_id else "",
         data_class=DataClass.PUBLIC_CONTENT,
         enabled=True,
     )

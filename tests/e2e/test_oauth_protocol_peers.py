@@ -121,7 +121,10 @@ def test_client_credentials_with_a_pre_registered_secret(oauth_peers) -> None:
     """The machine client gets a resource-bound token with no person involved."""
     machine = oauth_peers.auth.machine_client
     config = ClientConfig(
-        grant="client_credentials", client_id=machine.client_id, client_secret=machine.client_secret
+        grant="client_credentials",
+        client_id=machine.client_id,
+        client_secret=machine.client_secret,
+        issuer=oauth_peers.auth.issuer,
     )
     with _legs() as legs:
         grant = client_credentials(legs, oauth_peers.mcp.url, config, MemoryGrantStore(), SystemWallClock())

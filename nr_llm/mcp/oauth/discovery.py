@@ -11,6 +11,9 @@
 3. A 2025-03-26 server has no protected resource metadata: the authorization server is
    the MCP origin, its metadata at the origin, else ``/authorize``, ``/token`` and
    ``/register`` there.
+
+An issuer known beforehand (pinned by an earlier grant, or configured for a pre-registered
+client) must be exactly the one found, or discovery fails before any secret is sent.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class AuthorizationServer:
     grant_types: tuple[str, ...] | None = None
     iss_parameter_supported: bool = False
     client_id_metadata_document_supported: bool = False
+    revocation_endpoint: str | None = None
     # False for the 2025-03-26 defaults, when no metadata document was found at all.
     from_metadata: bool = True
 
@@ -55,6 +59,8 @@ class Discovered:
     server: AuthorizationServer
     resource: str
     protected: ProtectedResource | None
+    # Where the protected resource metadata was found: kept with the grant for its renewal.
+    metadata_url: str | None = None
 
 
 def origin_of(url: str) -> str:
@@ -91,21 +97,36 @@ def _default(scheme: str) -> int:
 
 
 def discover(
-    legs: OAuthLegs, mcp_url: str, resource_metadata: str | None, *, pinned_issuer: str | None = None
+    legs: OAuthLegs,
+    mcp_url: str,
+    resource_metadata: str | None,
+    *,
+    pinned_issuer: str | None = None,
+    configured_issuer: str | None = None,
 ) -> Discovered:
     """The authorization server to use for ``mcp_url``; every fetched URL is vetted by ``legs``.
 
     With ``pinned_issuer`` (a server authorized before), a resource that no longer lists
     that issuer is ``authorization_required``/``server_changed``: a different authorization
-    server means a person decides, not a silent re-registration.
+    server means a person decides, not a silent re-registration. With ``configured_issuer``
+    (a pre-registered client's), one that does not list it is ``issuer_mismatch``.
     """
-    protected = _protected_resource(legs, mcp_url, resource_metadata)
-    if protected is None:
+    if pinned_issuer and configured_issuer and not same_issuer(pinned_issuer, configured_issuer):
+        raise server_changed(
+            legs.server, "its configured authorization server is not the one it was authorized by"
+        )
+    required = configured_issuer or pinned_issuer
+    # A grant's pin moving is "server changed" (reconnect); a first authorization that does
+    # not find the configured issuer is a configuration to check.
+    configured = configured_issuer if pinned_issuer is None else None
+    found = _protected_resource(legs, mcp_url, resource_metadata)
+    if found is None:
         issuer = origin_of(mcp_url)
-        if pinned_issuer is not None and not same_issuer(pinned_issuer, issuer):
-            raise _changed(legs.server)
-        found = _server_metadata(legs, issuer) or _legacy_defaults(issuer)
-        return Discovered(found, canonical_resource(mcp_url), None)
+        if required is not None and not same_issuer(required, issuer):
+            raise _issuer_not_listed(legs.server, configured)
+        metadata = _server_metadata(legs, issuer) or _legacy_defaults(issuer)
+        return Discovered(metadata, canonical_resource(mcp_url), None)
+    protected, metadata_url = found
     if not covers(protected.resource, mcp_url):
         raise AuthorizationError(
             "authorization_failed",
@@ -114,16 +135,16 @@ def discover(
             "the configured URL; nothing was asked of an authorization server.",
             reason="resource_mismatch",
         )
-    if pinned_issuer is not None:
-        if not any(same_issuer(pinned_issuer, candidate) for candidate in protected.authorization_servers):
-            raise _changed(legs.server)
-        issuer = pinned_issuer
+    if required is not None:
+        if not any(same_issuer(required, candidate) for candidate in protected.authorization_servers):
+            raise _issuer_not_listed(legs.server, configured)
+        issuer = required
     else:
         issuer = protected.authorization_servers[0]
-    metadata = _server_metadata(legs, issuer)
-    if metadata is None:
+    server = _server_metadata(legs, issuer)
+    if server is None:
         raise _failed(legs.server, "its authorization server publishes no metadata", "discovery")
-    return Discovered(metadata, protected.resource, protected)
+    return Discovered(server, protected.resource, protected, metadata_url)
 
 
 def confirm_issuer(legs: OAuthLegs, mcp_url: str, resource_metadata: str, pinned_issuer: str) -> None:
@@ -132,11 +153,11 @@ def confirm_issuer(legs: OAuthLegs, mcp_url: str, resource_metadata: str, pinned
     Asked on a 401 naming ``resource_metadata``, before a refresh token is spent: a moved
     resource is an operator's decision, and a refresh at the old server cannot fix it.
     """
-    protected = _protected_resource(legs, mcp_url, resource_metadata)
-    if protected is None or not covers(protected.resource, mcp_url):
+    found = _protected_resource(legs, mcp_url, resource_metadata)
+    if found is None or not covers(found[0].resource, mcp_url):
         return  # nothing trustworthy says it moved; the refresh at the pinned issuer decides
-    if not any(same_issuer(pinned_issuer, candidate) for candidate in protected.authorization_servers):
-        raise _changed(legs.server)
+    if not any(same_issuer(pinned_issuer, candidate) for candidate in found[0].authorization_servers):
+        raise _issuer_not_listed(legs.server, None)
 
 
 def probe_challenge(legs: OAuthLegs, mcp_url: str) -> Challenge | None:
@@ -170,7 +191,9 @@ def same_issuer(a: str, b: str) -> bool:
     return long == short + "/" and urlsplit(short).path == ""
 
 
-def _protected_resource(legs: OAuthLegs, mcp_url: str, header_url: str | None) -> ProtectedResource | None:
+def _protected_resource(
+    legs: OAuthLegs, mcp_url: str, header_url: str | None
+) -> tuple[ProtectedResource, str] | None:
     parts = urlsplit(mcp_url)
     origin = origin_of(mcp_url)
     candidates = [header_url] if header_url else []
@@ -181,8 +204,13 @@ def _protected_resource(legs: OAuthLegs, mcp_url: str, header_url: str | None) -
     for url in dict.fromkeys(candidates):
         answer = legs.get(url, "protected resource metadata")
         if _found(answer):
-            return _parse_protected(legs.server, answer.body or {})
+            return _parse_protected(legs.server, answer.body or {}), url
     return None
+
+
+def server_metadata(legs: OAuthLegs, issuer: str) -> AuthorizationServer | None:
+    """The metadata of exactly ``issuer`` (its document must name it), None where none is published."""
+    return _server_metadata(legs, issuer)
 
 
 def _server_metadata(legs: OAuthLegs, issuer: str) -> AuthorizationServer | None:
@@ -250,6 +278,7 @@ def _parse_server(server: str, body: dict[str, Any], issuer: str) -> Authorizati
         grant_types=_strings(body.get("grant_types_supported")),
         iss_parameter_supported=body.get("authorization_response_iss_parameter_supported") is True,
         client_id_metadata_document_supported=body.get("client_id_metadata_document_supported") is True,
+        revocation_endpoint=_string(body.get("revocation_endpoint")),
     )
 
 
@@ -282,11 +311,26 @@ def _failed(server: str, what: str, reason: Any) -> AuthorizationError:
     )
 
 
-def _changed(server: str) -> AuthorizationError:
+def server_changed(server: str, what: str) -> AuthorizationError:
+    """``authorization_required``/``server_changed``: what the grant is pinned to moved (``what``)."""
     return AuthorizationError(
         "authorization_required",
         server,
-        f"MCP server {server!r} now names a different authorization server than the one it was "
-        "authorized with; an operator must reconnect it (nothing was sent to the new one).",
+        f"MCP server {server!r}: {what}; an operator must reconnect it (nothing was sent to the new one).",
         reason="server_changed",
+    )
+
+
+def _issuer_not_listed(server: str, configured: str | None) -> AuthorizationError:
+    if configured is None:
+        return server_changed(
+            server, "it now names a different authorization server than the one it was authorized with"
+        )
+    return AuthorizationError(
+        "authorization_failed",
+        server,
+        f"MCP server {server!r}: its metadata does not name the authorization server (issuer) configured "
+        "for its pre-registered client; nothing was sent to any authorization server. Check the issuer "
+        "on the server's page.",
+        reason="issuer_mismatch",
     )

@@ -8,7 +8,9 @@ waits for a browser.
 
 Every token request names the resource (RFC 8707), identically on the authorization and
 token requests, and goes to the token endpoint pinned for the grant, with the client
-authentication of the client registered at that issuer only.
+authentication of the client registered at that issuer only. A renewal whose authorization
+server now names another token endpoint is ``server_changed``: nothing is sent. Revocation
+goes to the pinned issuer only, found in metadata that names exactly that issuer.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from urllib.parse import urlencode, urlsplit
 
 from ..errors import AuthorizationError
 from ..text import clean
-from .discovery import Discovered, discover
-from .identity import ClientConfig, WallClock, authenticate, client_for
+from .discovery import Discovered, discover, server_changed, server_metadata
+from .identity import ClientConfig, WallClock, authenticate, client_for, not_configured
 from .legs import OAuthLegs, vet_url
 from .scopes import select_scopes, union
+from .sealed import Sealed, sealed
 from .store import ClientRegistration, Grant, GrantStore
 
 
@@ -44,6 +47,9 @@ class PendingAuthorization:
     token_endpoint: str
     client: ClientRegistration
     iss_parameter_supported: bool = False
+    # What the grant is bound to (empty in a pending authorization kept before they were).
+    mcp_url: str = ""
+    resource_metadata: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for a store to keep (it holds secrets: encrypt it there)."""
@@ -81,7 +87,7 @@ def start_authorization(
     """Discover, register if needed, and build the authorization request (PKCE S256, state, resource)."""
     if not config.redirect_uri:
         raise _unsupported(legs.server, "no redirect URI is configured for the authorization code grant")
-    found = discover(legs, mcp_url, resource_metadata, pinned_issuer=pinned_issuer)
+    found = _discover(legs, mcp_url, config, resource_metadata, pinned_issuer)
     server = found.server
     if not server.authorization_endpoint:
         raise _unsupported(legs.server, "its authorization server has no authorization endpoint")
@@ -120,6 +126,8 @@ def start_authorization(
         token_endpoint=server.token_endpoint,
         client=client,
         iss_parameter_supported=server.iss_parameter_supported,
+        mcp_url=mcp_url,
+        resource_metadata=found.metadata_url,
     )
     return AuthorizationStart(url=f"{endpoint}{separator}{urlencode(params)}", pending=pending)
 
@@ -159,16 +167,16 @@ def finish_authorization(
             f"MCP server {legs.server!r}: the authorization callback carried no code.",
             reason="token_error",
         )
-    form = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": pending.redirect_uri,
-        "code_verifier": pending.code_verifier,
-        "resource": pending.resource,
-    }
-    body = token_request(legs, pending.token_endpoint, pending.client, config, wall, form, refresh=False)
+    form = Sealed(
+        grant_type="authorization_code",
+        code=code,
+        redirect_uri=pending.redirect_uri,
+        code_verifier=pending.code_verifier,
+        resource=pending.resource,
+    )
+    answer = token_request(legs, pending.token_endpoint, pending.client, config, wall, form, refresh=False)
     return grant_from(
-        body,
+        answer,
         wall,
         issuer=pending.issuer,
         token_endpoint=pending.token_endpoint,
@@ -177,6 +185,8 @@ def finish_authorization(
         requested=pending.scopes,
         grant_type="authorization_code",
         server=legs.server,
+        mcp_url=pending.mcp_url,
+        resource_metadata=pending.resource_metadata,
     )
 
 
@@ -191,17 +201,27 @@ def client_credentials(
     challenged_scopes: tuple[str, ...] | None = None,
     previous_scopes: tuple[str, ...] = (),
     pinned_issuer: str | None = None,
+    pinned_token_endpoint: str | None = None,
 ) -> Grant:
-    """A token for the client itself (no person, no refresh token needed)."""
-    found = discover(legs, mcp_url, resource_metadata, pinned_issuer=pinned_issuer)
+    """A token for the client itself (no person, no refresh token needed).
+
+    A renewal names the grant's pinned issuer and token endpoint: metadata that now names
+    another token endpoint is ``server_changed``, and the secret is not sent at all.
+    """
+    found = _discover(legs, mcp_url, config, resource_metadata, pinned_issuer)
+    if pinned_token_endpoint is not None and found.server.token_endpoint != pinned_token_endpoint:
+        raise server_changed(
+            legs.server,
+            "its authorization server now names another token endpoint than the one it was authorized at",
+        )
     scopes = _scopes(config, found, challenged_scopes, previous_scopes, wants_refresh=False)
     client = client_for(legs, config, found.server, store, scopes, wall)
-    form = {"grant_type": "client_credentials", "resource": found.resource}
+    form = Sealed(grant_type="client_credentials", resource=found.resource)
     if scopes:
         form["scope"] = " ".join(scopes)
-    body = token_request(legs, found.server.token_endpoint, client, config, wall, form, refresh=False)
+    answer = token_request(legs, found.server.token_endpoint, client, config, wall, form, refresh=False)
     return grant_from(
-        body,
+        answer,
         wall,
         issuer=found.server.issuer,
         token_endpoint=found.server.token_endpoint,
@@ -210,6 +230,8 @@ def client_credentials(
         requested=scopes,
         grant_type="client_credentials",
         server=legs.server,
+        mcp_url=mcp_url,
+        resource_metadata=found.metadata_url,
     )
 
 
@@ -224,10 +246,10 @@ def refresh(legs: OAuthLegs, grant: Grant, config: ClientConfig, wall: WallClock
             reason="refresh_refused",
             scopes=grant.scopes,
         )
-    form = {"grant_type": "refresh_token", "refresh_token": grant.refresh_token, "resource": grant.resource}
-    body = token_request(legs, grant.token_endpoint, grant.client, config, wall, form, refresh=True)
+    form = Sealed(grant_type="refresh_token", refresh_token=grant.refresh_token, resource=grant.resource)
+    answer = token_request(legs, grant.token_endpoint, grant.client, config, wall, form, refresh=True)
     renewed = grant_from(
-        body,
+        answer,
         wall,
         issuer=grant.issuer,
         token_endpoint=grant.token_endpoint,
@@ -236,11 +258,21 @@ def refresh(legs: OAuthLegs, grant: Grant, config: ClientConfig, wall: WallClock
         requested=grant.scopes,
         grant_type=grant.grant_type,
         server=legs.server,
+        mcp_url=grant.mcp_url,
+        resource_metadata=grant.resource_metadata,
     )
     if renewed.refresh_token is None:
         # Not rotated: the old refresh token stays valid (RFC 6749 §6).
         renewed = replace(renewed, refresh_token=grant.refresh_token)
     return renewed
+
+
+@dataclass(frozen=True)
+class TokenAnswer:
+    """A token endpoint's answer; its body holds the tokens, so it is out of repr."""
+
+    status: int
+    body: Sealed = field(repr=False)
 
 
 def token_request(
@@ -249,35 +281,35 @@ def token_request(
     client: ClientRegistration,
     config: ClientConfig,
     wall: WallClock,
-    form: dict[str, str],
+    form: Mapping[str, str],
     *,
     refresh: bool,
-) -> dict[str, Any]:
+) -> TokenAnswer:
     auth_form, headers = authenticate(client, config, wall, legs.server)
-    answer = legs.post_form(token_endpoint, "token endpoint", {**form, **auth_form}, headers)
-    body = answer.body or {}
-    if answer.status == 200 and isinstance(body.get("access_token"), str) and body["access_token"]:
-        return body
+    form = Sealed(form, **auth_form)
+    status, body = sealed(legs.post_form(token_endpoint, "token endpoint", form, headers))
+    if status == 200 and isinstance(body.get("access_token"), str) and body["access_token"]:
+        return TokenAnswer(status, body)
     error = body.get("error")
     said = f", {clean(error, 60)}" if isinstance(error, str) else ""
-    if refresh and answer.status in (400, 401) and error in ("invalid_grant", "invalid_client", None):
+    if refresh and status in (400, 401) and error in ("invalid_grant", "invalid_client", None):
         raise AuthorizationError(
             "authorization_required",
             legs.server,
             f"MCP server {legs.server!r}: its authorization server refused to renew the grant "
-            f"(HTTP {answer.status}{said}); an operator must reconnect it.",
+            f"(HTTP {status}{said}); an operator must reconnect it.",
             reason="refresh_refused",
         )
     raise AuthorizationError(
         "authorization_failed",
         legs.server,
-        f"MCP server {legs.server!r}: its token endpoint refused the request (HTTP {answer.status}{said}).",
+        f"MCP server {legs.server!r}: its token endpoint refused the request (HTTP {status}{said}).",
         reason="token_error",
     )
 
 
 def grant_from(
-    body: Mapping[str, Any],
+    answer: TokenAnswer,
     wall: WallClock,
     *,
     issuer: str,
@@ -287,7 +319,10 @@ def grant_from(
     requested: tuple[str, ...],
     grant_type: str,
     server: str,
+    mcp_url: str = "",
+    resource_metadata: str | None = None,
 ) -> Grant:
+    body = answer.body
     token_type = body.get("token_type")
     if not isinstance(token_type, str) or token_type.lower() != "bearer":
         raise _unsupported(server, "its authorization server issued a token that is not a Bearer token")
@@ -295,8 +330,8 @@ def grant_from(
     expires_at = None
     if isinstance(lifetime, int | float) and not isinstance(lifetime, bool) and 0 < lifetime < 10**9:
         expires_at = wall.time() + float(lifetime)
-    refresh_token = body.get("refresh_token")
     scope = body.get("scope")
+    # The tokens are read last, straight into the grant (whose repr hides them).
     return Grant(
         access_token=str(body["access_token"]),
         issuer=issuer,
@@ -304,10 +339,60 @@ def grant_from(
         resource=resource,
         client=client,
         expires_at=expires_at,
-        refresh_token=refresh_token if isinstance(refresh_token, str) and refresh_token else None,
+        refresh_token=_token(body.get("refresh_token")),
         scopes=tuple(dict.fromkeys(scope.split())) if isinstance(scope, str) else requested,
         grant_type=grant_type,
+        mcp_url=mcp_url,
+        resource_metadata=resource_metadata,
     )
+
+
+@dataclass(frozen=True)
+class Revocation:
+    revoked: bool
+    # Why not (not advertised, refused); "" when both tokens were revoked.
+    note: str
+
+
+def revoke(legs: OAuthLegs, grant: Grant, config: ClientConfig, wall: WallClock) -> Revocation:
+    """Revoke ``grant``'s tokens (RFC 7009) at its pinned issuer only.
+
+    The revocation endpoint is read from metadata that must name exactly that issuer
+    (``issuer_mismatch`` otherwise): the tokens and the client's authentication go nowhere else.
+    """
+    metadata = server_metadata(legs, grant.issuer)
+    if metadata is None or not metadata.revocation_endpoint:
+        return Revocation(False, "the authorization server does not advertise revocation")
+    endpoint = vet_url(
+        metadata.revocation_endpoint,
+        legs.server,
+        "revocation endpoint",
+        allow_private_networks=legs.allow_private_networks,
+    )
+    auth_form, headers = authenticate(grant.client, config, wall, legs.server)
+    # The refresh token first: revoking it ends the whole grant (RFC 7009 §2.1).
+    for token, hint in ((grant.refresh_token, "refresh_token"), (grant.access_token, "access_token")):
+        if token:
+            # RFC 7009 §2.2: success is HTTP 200 and the body means nothing.
+            form = Sealed(auth_form, token=token, token_type_hint=hint)
+            status = legs.post_form(endpoint, "revocation endpoint", form, headers, expect_json=False).status
+            if status != 200:
+                return Revocation(False, f"the authorization server refused revocation (HTTP {status})")
+    return Revocation(True, "")
+
+
+def _discover(
+    legs: OAuthLegs, mcp_url: str, config: ClientConfig, resource_metadata: str | None, pinned: str | None
+) -> Discovered:
+    # A pre-registered client without its issuer is refused before any leg: its secret
+    # would otherwise go to whichever authorization server the first challenge names.
+    if config.client_id and not config.issuer:
+        raise not_configured(legs.server)
+    return discover(legs, mcp_url, resource_metadata, pinned_issuer=pinned, configured_issuer=config.issuer)
+
+
+def _token(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _scopes(

@@ -26,8 +26,9 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from ..errors import AuthorizationError
 from ..text import clean
-from .discovery import AuthorizationServer
+from .discovery import AuthorizationServer, same_issuer
 from .legs import OAuthLegs
+from .sealed import Sealed, sealed
 from .store import ClientRegistration, GrantStore
 
 GrantType = Literal["authorization_code", "client_credentials"]
@@ -49,6 +50,9 @@ class ClientConfig:
     grant: GrantType = "authorization_code"
     redirect_uri: str | None = None
     client_id: str | None = None
+    # The authorization server (issuer) a pre-registered client belongs to: discovery must
+    # find exactly it, or the client's secret is sent nowhere (required with ``client_id``).
+    issuer: str | None = None
     client_secret: str | None = field(default=None, repr=False)
     private_key_pem: str | None = field(default=None, repr=False)
     key_id: str | None = None
@@ -78,6 +82,8 @@ def client_for(
             reason="unsupported",
         )
     if config.client_id:
+        if not config.issuer or not same_issuer(config.issuer, server.issuer):
+            raise not_configured(legs.server) if not config.issuer else _foreign(legs.server)
         return ClientRegistration(
             issuer=server.issuer,
             client_id=config.client_id,
@@ -102,6 +108,27 @@ def client_for(
     registration = register(legs, config, server, scopes)
     store.save_registration(legs.server, registration)
     return registration
+
+
+def not_configured(server: str) -> AuthorizationError:
+    """A pre-registered client without its issuer: refused before anything is sent anywhere."""
+    return AuthorizationError(
+        "authorization_required",
+        server,
+        f"MCP server {server!r}: its pre-registered client names no authorization server (issuer); "
+        "nothing was sent. An operator must enter the issuer on the server's page.",
+        reason="issuer_not_configured",
+    )
+
+
+def _foreign(server: str) -> AuthorizationError:
+    return AuthorizationError(
+        "authorization_failed",
+        server,
+        f"MCP server {server!r}: its authorization server is not the issuer configured for its "
+        "pre-registered client; the client's secret was not sent.",
+        reason="issuer_mismatch",
+    )
 
 
 def _expired(registration: ClientRegistration, wall: WallClock) -> bool:
@@ -158,28 +185,32 @@ def register(
         metadata["redirect_uris"] = [config.redirect_uri]
     if scopes:
         metadata["scope"] = " ".join(scopes)
-    answer = legs.post_json(server.registration_endpoint, "client registration endpoint", metadata)
-    body = answer.body or {}
+    # The answer holds the client's secret: sealed at once (see sealed.py).
+    endpoint = server.registration_endpoint
+    status, body = sealed(legs.post_json(endpoint, "client registration endpoint", metadata))
     client_id = body.get("client_id")
-    if answer.status not in (200, 201) or not isinstance(client_id, str) or not client_id:
+    if status not in (200, 201) or not isinstance(client_id, str) or not client_id:
         raise AuthorizationError(
             "authorization_failed",
             legs.server,
             f"MCP server {legs.server!r}: its authorization server refused the client registration "
-            f"(HTTP {answer.status}{_oauth_error(body)}).",
+            f"(HTTP {status}{_oauth_error(body)}).",
             reason="registration",
         )
-    secret = body.get("client_secret")
     granted_method = body.get("token_endpoint_auth_method")
     expires = body.get("client_secret_expires_at")
     return ClientRegistration(
         issuer=server.issuer,
         client_id=client_id,
-        client_secret=secret if isinstance(secret, str) and secret else None,
+        client_secret=_secret(body.get("client_secret")),
         auth_method=granted_method if isinstance(granted_method, str) else method,
         secret_expires_at=float(expires) if isinstance(expires, int | float) and expires > 0 else None,
         origin="dynamic",
     )
+
+
+def _secret(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def application_type(redirect_uri: str | None) -> str:
@@ -206,15 +237,22 @@ def _registration_method(server: AuthorizationServer, config: ClientConfig) -> s
 
 def authenticate(
     client: ClientRegistration, config: ClientConfig, wall: WallClock, server: str
+) -> tuple[Sealed, Sealed]:
+    """The form fields and headers that authenticate ``client`` at its token endpoint (sealed:
+    they hold the secret or the assertion)."""
+    form, headers = _authentication(client, config, wall, server)
+    return Sealed(form), Sealed(headers)
+
+
+def _authentication(
+    client: ClientRegistration, config: ClientConfig, wall: WallClock, server: str
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """The form fields and headers that authenticate ``client`` at its token endpoint."""
     method = client.auth_method
     if method == "private_key_jwt":
-        assertion = sign_assertion(client.client_id, client.issuer, config, wall, server)
         return {
             "client_id": client.client_id,
             "client_assertion_type": ASSERTION_TYPE,
-            "client_assertion": assertion,
+            "client_assertion": sign_assertion(client.client_id, client.issuer, config, wall, server),
         }, {}
     if method in ("client_secret_basic", "client_secret_post") and not client.client_secret:
         raise AuthorizationError(

@@ -1,20 +1,27 @@
 """What an authorization leaves behind, and the small protocol that keeps it.
 
 The protocol client never decides where grants live: the Django app keeps them in the
-database (encrypted, shared by every worker), scripts and tests in memory. A store must
-give a consistent read under ``exclusive``: the token source holds it around re-reading,
-refreshing and saving, so that two callers never spend one refresh token (a rotating
-authorization server would revoke the whole grant on the second use).
+database (encrypted, shared by every worker), scripts and tests in memory. A store owns
+the single flight of a refresh: ``exclusive`` is held around re-reading, refreshing and
+saving one server's grant, so that two callers never spend one refresh token (a rotating
+authorization server would revoke the whole grant on the second use). Waiting for it is
+part of the operation: bounded by what is left of its budget, ending ``deadline_exhausted``.
+A store raises ``McpTransportError`` for its own failures, never its backend's errors.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+import weakref
+from collections.abc import Hashable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from ..deadline import MINIMUM_LEG_SECONDS, OperationDeadline
+from ..errors import McpTransportError
+from .discovery import covers
 
 # Token endpoint client authentication methods (RFC 7591 §2, RFC 7523 §2.2).
 AuthMethod = str
@@ -41,7 +48,11 @@ class Grant:
     ``expires_at`` is absolute (epoch seconds), so a grant read back after a restart
     still knows when it ends. ``issuer``, ``token_endpoint`` and ``resource`` are pinned
     when the server is authorized: the refresh token and client secret go to that token
-    endpoint only, whatever a later challenge or metadata document says.
+    endpoint only, whatever a later challenge or metadata document says. ``mcp_url`` is
+    the URL the grant was issued for: used for any other, the token would reach a party
+    it was not meant for, so a changed URL sets the grant aside. ``resource_metadata`` is
+    where the protected resource metadata was found (often only the challenge says), so
+    a renewal can find it again.
     """
 
     access_token: str = field(repr=False)
@@ -54,10 +65,22 @@ class Grant:
     scopes: tuple[str, ...] = ()
     # "authorization_code" or "client_credentials": how a lost grant can be renewed.
     grant_type: str = "authorization_code"
+    # Empty for a grant from before it was recorded: the resource must then cover the URL.
+    mcp_url: str = ""
+    resource_metadata: str | None = None
 
     def fresh(self, now: float, skew: float) -> bool:
         """Usable for a request starting ``now``: unexpired with ``skew`` seconds to spare."""
         return self.expires_at is None or now < self.expires_at - skew
+
+    def issued_for(self, url: str) -> bool:
+        return issued_for(self.mcp_url, self.resource, url)
+
+
+def issued_for(mcp_url: str, resource: str, url: str) -> bool:
+    """Whether a grant recorded for ``mcp_url`` (empty: not recorded) and ``resource`` may be used
+    for ``url``: the very URL, or for an unrecorded one, a URL its resource covers."""
+    return mcp_url == url if mcp_url else covers(resource, url)
 
 
 class GrantStore(Protocol):
@@ -66,7 +89,10 @@ class GrantStore(Protocol):
     def load(self, server: str) -> Grant | None: ...
 
     def save(self, server: str, grant: Grant) -> None:
-        """Keep ``grant`` durably at once: a rotated refresh token lost here is lost for good."""
+        """Keep ``grant`` durably at once: a rotated refresh token lost here is lost for good.
+
+        Raises (``McpTransportError``) when it cannot: the caller must not go on as if kept.
+        """
         ...
 
     def forget(self, server: str) -> None: ...
@@ -75,10 +101,68 @@ class GrantStore(Protocol):
 
     def save_registration(self, server: str, registration: ClientRegistration) -> None: ...
 
-    def exclusive(self, server: str) -> AbstractContextManager[None]:
+    def exclusive(self, server: str, deadline: OperationDeadline) -> AbstractContextManager[None]:
         """Held around re-read, refresh and save of one server's grant; as wide as the store
-        is shared (a process lock in memory, a row lock in a database)."""
+        is shared (a process lock in memory, and a row lock in a database). Raises
+        ``deadline_exhausted`` when it is not had while a leg could still follow; on leaving,
+        raises if what was saved inside could not be kept."""
         ...
+
+
+class _Lock:
+    __slots__ = ("__weakref__", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+class ServerLocks:
+    """One lock per key in this process, alive while someone holds or waits for it.
+
+    Keyed by what the lock protects (a server), never by the object asking: the app builds
+    a store per operation. The map is weak, so it holds only the keys in use.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: weakref.WeakValueDictionary[Hashable, _Lock] = weakref.WeakValueDictionary()
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @contextlib.contextmanager
+    def holding(self, key: Hashable, deadline: OperationDeadline, server: str) -> Iterator[None]:
+        with self._guard:
+            entry = self._locks.get(key)
+            if entry is None:
+                entry = self._locks[key] = _Lock()
+        if not entry.lock.acquire(timeout=lock_wait_seconds(deadline)):
+            raise wait_exhausted(deadline, server)
+        try:
+            yield
+        finally:
+            entry.lock.release()
+
+
+def lock_wait_seconds(deadline: OperationDeadline) -> float:
+    """How long one may wait for another caller's renewal: what is left, less the one leg that
+    must still follow. Free locks are taken at once even at the floor.
+
+    Starts the operation's clock if no leg has (the wait is spent from the budget like a
+    leg), and raises ``deadline_exhausted`` when not even a leg is left.
+    """
+    deadline.grant()
+    return max(deadline.remaining_ns() / 1e9 - MINIMUM_LEG_SECONDS, 0.0)
+
+
+def wait_exhausted(deadline: OperationDeadline, server: str) -> McpTransportError:
+    return McpTransportError(
+        "deadline_exhausted",
+        server,
+        f"MCP server {server!r} was not asked: this operation's budget of {deadline.budget_seconds:g} s "
+        "was spent waiting for another operation's renewal of its grant. The budget is this "
+        "installation's setting; raise it if the authorization server is slow but legitimate.",
+    )
 
 
 class MemoryGrantStore:
@@ -87,8 +171,7 @@ class MemoryGrantStore:
     def __init__(self) -> None:
         self._grants: dict[str, Grant] = {}
         self._registrations: dict[tuple[str, str], ClientRegistration] = {}
-        self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks = ServerLocks()
 
     def load(self, server: str) -> Grant | None:
         return self._grants.get(server)
@@ -105,9 +188,5 @@ class MemoryGrantStore:
     def save_registration(self, server: str, registration: ClientRegistration) -> None:
         self._registrations[(server, registration.issuer)] = registration
 
-    @contextlib.contextmanager
-    def exclusive(self, server: str) -> Iterator[None]:
-        with self._guard:
-            lock = self._locks.setdefault(server, threading.Lock())
-        with lock:
-            yield
+    def exclusive(self, server: str, deadline: OperationDeadline) -> AbstractContextManager[None]:
+        return self._locks.holding(server, deadline, server)

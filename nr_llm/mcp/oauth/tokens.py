@@ -7,33 +7,40 @@ is needed (client credentials), else ``authorization_required`` naming the scope
 exchange is a leg of the operation's deadline, so a slow authorization server spends
 the same budget as the MCP server, and a spent budget is ``deadline_exhausted``.
 
-A refresh token is never spent twice at once: one lock per server in this process, and
-inside it the store's own ``exclusive`` (a row lock in a database, across processes),
-after which the grant is re-read, because another caller may have refreshed meanwhile.
+A refresh token is never spent twice at once: the store's ``exclusive`` (one lock per
+server in the process, a row lock in a database across processes, waited for within the
+budget) is held around it, and the grant is re-read inside, because another caller may
+have refreshed meanwhile. A renewed grant the store cannot keep fails the operation (see
+``_kept``): its rotated refresh token may be the only valid one, and nobody must find out
+only at the next expiry.
+
+A grant is used only for the URL it was issued for and, for a pre-registered client, only
+if it came from the configured issuer: otherwise it is set aside (``url_changed``,
+``server_changed``) and nothing is sent, neither the token nor a refresh.
 """
 
 from __future__ import annotations
 
-import threading
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..deadline import MINIMUM_LEG_SECONDS, OperationDeadline
+from ..deadline import OperationDeadline
 from ..errors import AuthorizationError, ChallengeError, McpTransportError
-from .discovery import confirm_issuer
+from .discovery import confirm_issuer, same_issuer
 from .grants import client_credentials, refresh
-from .identity import ClientConfig, WallClock
+from .identity import ClientConfig, WallClock, not_configured
 from .legs import OAuthLegs, SessionFactory
 from .scopes import union
 from .store import Grant, GrantStore
+
+logger = logging.getLogger("nr_llm.mcp.oauth")
 
 # A token this close to its expiry is treated as expired: it could lapse on the way.
 DEFAULT_SKEW_SECONDS = 30.0
 # Authorizations (client credentials, step-up) one operation may try (MCP step-up guidance).
 MAX_ATTEMPTS = 3
-
-_guard = threading.Lock()
-_refresh_locks: dict[tuple[int, str], threading.Lock] = {}
 
 
 class SystemWallClock:
@@ -91,8 +98,10 @@ class OperationTokens:
         None when the server was never authorized: the first MCP leg then goes without a
         token, so that the server's challenge can say which scopes and which metadata to use.
         """
-        grant = self.store.load(self.server)
+        grant = self._load()
         if grant is None:
+            if self.config.client_id and not self.config.issuer:
+                raise not_configured(self.server)  # no point asking: its secret could go nowhere
             return None
         if grant.fresh(self.wall.time(), self.settings.skew_seconds):
             return grant.access_token
@@ -108,7 +117,7 @@ class OperationTokens:
         Raises the challenge itself when it is not about the token (a 403 without
         ``insufficient_scope``): retrying would not change the answer.
         """
-        grant = self.store.load(self.server)
+        grant = self._load()
         if challenge.status == 403:
             if challenge.error != "insufficient_scope":
                 raise challenge
@@ -133,18 +142,29 @@ class OperationTokens:
             challenge,
         )
 
+    def _load(self) -> Grant | None:
+        """The stored grant, or a typed refusal when it is not this server's to use any more."""
+        grant = self.store.load(self.server)
+        if grant is None:
+            return None
+        if not grant.issued_for(self.mcp_url):
+            raise self._required("url_changed", grant.scopes)
+        if self.config.issuer and not same_issuer(self.config.issuer, grant.issuer):
+            raise self._required("server_changed", grant.scopes)
+        return grant
+
     def _refresh(self, stale: Grant, *, forced: bool) -> Grant:
-        with self._process_lock(), self.store.exclusive(self.server):
-            current = self.store.load(self.server)
+        def renew() -> tuple[Grant, bool]:
+            current = self._load()
             if current is None:
                 raise self._required("not_authorized", stale.scopes)
             if (current.access_token, current.refresh_token) != (stale.access_token, stale.refresh_token):
-                return current  # another caller refreshed while we waited
+                return current, False  # another caller refreshed while we waited
             if not forced and current.fresh(self.wall.time(), self.settings.skew_seconds):
-                return current
-            renewed = refresh(self.legs, current, self.config, self.wall)
-            self.store.save(self.server, renewed)
-            return renewed
+                return current, False
+            return refresh(self.legs, current, self.config, self.wall), True
+
+        return self._kept(renew)
 
     def _acquire(
         self, challenge: ChallengeError | None, scopes: tuple[str, ...] | None, previous: Grant | None
@@ -152,26 +172,65 @@ class OperationTokens:
         self.attempts += 1
         if self.attempts > MAX_ATTEMPTS:
             raise self._required("attempts_exhausted", scopes or ())
-        with self._process_lock(), self.store.exclusive(self.server):
+        # The challenge's metadata URL first; a renewal without one finds it where the grant did.
+        metadata = challenge.resource_metadata if challenge else None
+        if metadata is None and previous is not None:
+            metadata = previous.resource_metadata
+
+        def obtain() -> tuple[Grant, bool]:
             grant = client_credentials(
                 self.legs,
                 self.mcp_url,
                 self.config,
                 self.store,
                 self.wall,
-                resource_metadata=challenge.resource_metadata if challenge else None,
+                resource_metadata=metadata,
                 challenged_scopes=scopes,
                 previous_scopes=previous.scopes if previous else (),
                 pinned_issuer=previous.issuer if previous else None,
+                pinned_token_endpoint=previous.token_endpoint if previous else None,
             )
-            self.store.save(self.server, grant)
-            return grant
+            return grant, True
 
-    def _process_lock(self) -> _Held:
-        key = (id(self.store), self.server)
-        with _guard:
-            lock = _refresh_locks.setdefault(key, threading.Lock())
-        return _Held(lock, self.deadline, self.server)
+        return self._kept(obtain)
+
+    def _kept(self, renew: Callable[[], tuple[Grant, bool]]) -> Grant:
+        """Run ``renew`` under the store's lock and save what it obtained before the lock goes.
+
+        A renewed grant that cannot be kept (the save, or the commit when the lock is let go,
+        fails) fails the operation, logged at ERROR: the authorization server may already
+        have retired the stored refresh token, and going on with the new access token would
+        leave the loss to be found at the next expiry, with no trace of why.
+        """
+        obtained: Grant | None = None
+        try:
+            with self.store.exclusive(self.server, self.deadline):
+                grant, new = renew()
+                if new:
+                    obtained = grant
+                    self.store.save(self.server, grant)
+        except Exception as exc:
+            if obtained is None:
+                raise
+            # Our stores' errors are typed and say what failed without a secret; of others, the type.
+            why = str(exc) if isinstance(exc, McpTransportError) else type(exc).__name__
+            logger.error(
+                "the renewed OAuth grant of MCP server %s could not be stored (%s); its stored refresh "
+                "token may already be spent: if its next renewal is refused, an operator must reconnect it",
+                self.server,
+                why,
+            )
+            raise AuthorizationError(
+                "authorization_failed",
+                self.server,
+                f"MCP server {self.server!r} was not asked: its authorization server renewed the grant, "
+                "but the renewed grant could not be stored, so this operation does not use it. Its stored "
+                "refresh token may already be spent; if the next operation reports a refused renewal, "
+                "an operator must reconnect it.",
+                reason="grant_store",
+                scopes=obtained.scopes,
+            ) from exc
+        return grant
 
     def _required(
         self, reason: str, scopes: tuple[str, ...], challenge: ChallengeError | None = None
@@ -181,6 +240,10 @@ class OperationTokens:
             "refresh_refused": "needs a new authorization (its grant can no longer be renewed)",
             "insufficient_scope": "needs more scopes than it was granted",
             "attempts_exhausted": "kept refusing new authorizations in this operation",
+            "url_changed": "has a grant issued for another URL than its configured one (the URL "
+            "changed), so nothing was sent with it",
+            "server_changed": "has a grant from another authorization server than its configured "
+            "issuer, so nothing was sent with it",
         }[reason]
         wanted = f" (scopes: {' '.join(scopes)})" if scopes else ""
         return AuthorizationError(
@@ -191,27 +254,3 @@ class OperationTokens:
             scopes=scopes,
             resource_metadata=challenge.resource_metadata if challenge else None,
         )
-
-
-class _Held:
-    """A process lock waited for no longer than the operation's budget allows."""
-
-    def __init__(self, lock: threading.Lock, deadline: OperationDeadline, server: str) -> None:
-        self._lock = lock
-        self._deadline = deadline
-        self._server = server
-
-    def __enter__(self) -> None:
-        # Free: taken at once, whatever is left. Held elsewhere: waited for only while a
-        # leg could still follow.
-        wait = max(self._deadline.remaining_ns() / 1e9 - MINIMUM_LEG_SECONDS, 0.0)
-        if not self._lock.acquire(timeout=wait):
-            self._deadline.grant()  # raises deadline_exhausted when that is what happened
-            raise McpTransportError(
-                "timeout",
-                self._server,
-                f"MCP server {self._server!r}: another refresh of its grant did not finish in time.",
-            )
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._lock.release()

@@ -156,7 +156,7 @@ def test_first_client_credentials_authorization(world, wall, server) -> None:
     goes to the token endpoint only and the token to the MCP URL only."""
     world.serve_token_endpoint()
     server.valid.add("access-1")
-    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s3cret")
+    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s3cret", issuer=ISSUER)
     store = MemoryGrantStore()
     assert _call(world, wall, store, config).text == "ok"
     assert _legs(world) == [

@@ -190,7 +190,7 @@ def test_client_credentials_with_private_key_jwt(world: World, deadline, wall) -
     pem, public = _pem_key()
     world.serve_discovery(metadata=as_metadata(token_endpoint_auth_methods_supported=["private_key_jwt"]))
     world.serve_token_endpoint()
-    config = ClientConfig(grant="client_credentials", client_id="svc", private_key_pem=pem)
+    config = ClientConfig(grant="client_credentials", client_id="svc", private_key_pem=pem, issuer=ISSUER)
     grant = client_credentials(legs_for(deadline), MCP, config, MemoryGrantStore(), wall)
     form = world.sent[-1].form
     assert form["grant_type"] == "client_credentials" and form["resource"] == MCP
@@ -213,7 +213,7 @@ def test_client_credentials_with_a_secret(world: World, deadline, wall, method: 
     """A pre-registered secret goes as Basic or as form fields, whichever the AS supports."""
     world.serve_discovery(metadata=as_metadata(token_endpoint_auth_methods_supported=[method]))
     world.serve_token_endpoint()
-    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s3cret")
+    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s3cret", issuer=ISSUER)
     client_credentials(legs_for(deadline), MCP, config, MemoryGrantStore(), wall)
     sent = world.sent[-1]
     if method == "client_secret_basic":

@@ -13,7 +13,6 @@ from nr_llm.mcp.errors import AuthorizationError, ChallengeError, McpTransportEr
 from nr_llm.mcp.oauth import ClientConfig, Grant, MemoryGrantStore, OAuthSettings, OperationTokens
 from nr_llm.mcp.oauth.store import ClientRegistration
 
-from ..scripted import FakeClock
 from .world import ISSUER, MCP, TOKEN, World, as_metadata
 
 
@@ -91,7 +90,7 @@ def test_first_client_credentials_token_follows_the_challenge(world: World, wall
     header_url = "https://192.0.2.1/.well-known/oauth-protected-resource/mcp"
     world.serve_discovery(metadata=as_metadata(token_endpoint_auth_methods_supported=["client_secret_post"]))
     world.serve_token_endpoint()
-    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s")
+    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s", issuer=ISSUER)
     tokens = _tokens(world, wall, MemoryGrantStore(), config=config)
     assert tokens.bearer() is None
     token = tokens.after_challenge(_challenge(scopes=("tools",), resource_metadata=header_url), None)
@@ -149,7 +148,7 @@ def test_client_credentials_step_up_requests_the_union_at_most_three_times(world
     )
     world.serve_token_endpoint()
     store = MemoryGrantStore()
-    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s")
+    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s", issuer=ISSUER)
     tokens = _tokens(world, wall, store, config=config)
     token = tokens.after_challenge(_challenge(), tokens.bearer())
     for scope in ("a", "b"):
@@ -212,18 +211,16 @@ def test_concurrent_expiry_in_one_process_spends_the_refresh_token_once(world: W
 
 
 def test_waiting_for_another_refresh_is_bounded_by_the_budget(world: World, wall) -> None:
-    """A refresh held by another caller beyond this operation's budget ends this operation in time."""
+    """A renewal held by another caller beyond this operation's budget ends this operation as
+    deadline_exhausted once only one leg's time is left; nothing is sent."""
     store = MemoryGrantStore()
     store.save("demo", _grant(wall, lifetime=0))
-    clock = FakeClock()
-    world.clock = clock
-    held = _tokens(world, wall, store)._process_lock()
-    with held:
-        tokens = _tokens(world, wall, store, budget=1)
-        tokens.deadline.grant()
+    with store.exclusive("demo", OperationDeadline(60, world.clock, "demo")):
+        tokens = _tokens(world, wall, store, budget=1.5)  # 0.5 s of real waiting, then 1 s is left
         with pytest.raises(McpTransportError) as caught:
             tokens.bearer()
-    assert caught.value.kind in ("deadline_exhausted", "timeout") and world.sent == []
+    assert caught.value.kind == "deadline_exhausted" and world.sent == []
+    assert "waiting for another operation's renewal" in str(caught.value)
 
 
 def test_expired_client_credentials_are_renewed_at_the_pinned_issuer(world: World, wall) -> None:
@@ -233,7 +230,7 @@ def test_expired_client_credentials_are_renewed_at_the_pinned_issuer(world: Worl
     )
     store = MemoryGrantStore()
     store.save("demo", _grant(wall, lifetime=0, refresh_token=None, grant_type="client_credentials"))
-    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s")
+    config = ClientConfig(grant="client_credentials", client_id="svc", client_secret="s", issuer=ISSUER)
     with pytest.raises(AuthorizationError) as caught:
         _tokens(world, wall, store, config=config).bearer()
     assert caught.value.reason == "server_changed"
