@@ -208,7 +208,10 @@ def test_the_cache_key_keeps_the_query_only_as_a_digest() -> None:
     assert keyed.startswith("https://mcp.example.com:8443/mcp?query-digest=")
     assert "S3CRET" not in keyed and "key=" not in keyed and "user" not in keyed and "pw" not in keyed
     assert keyed == cache_key("https://mcp.example.com:8443/mcp?key=S3CRET-tok")
-    tenant_a, tenant_b = cache_key("https://h.example/mcp?tenant=a"), cache_key("https://h.example/mcp?tenant=b")
+    tenant_a, tenant_b = (
+        cache_key("https://h.example/mcp?tenant=a"),
+        cache_key("https://h.example/mcp?tenant=b"),
+    )
     assert tenant_a != tenant_b and "tenant" not in tenant_a + tenant_b
     assert cache_key("https://h.example/mcp") == "https://h.example/mcp"
     assert cache_key("http://[::1]:9/mcp") == "http://[::1]:9/mcp"
