@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 
 from .authorization import runtime as authorization
 from .endpoints import endpoint_for, mcp_client
@@ -21,7 +21,7 @@ from .mcp import CallOutcome, Endpoint, McpTransportError
 from .mcp.names import LOCAL_NAME_RE
 from .mcp.schema import SchemaRefused, normalise_schema
 from .mcp.text import clean
-from .models import McpTool
+from .models import DEFINITION_CHANGED, McpTool
 from .redaction import redact
 
 logger = logging.getLogger("nr_llm.tools")
@@ -118,12 +118,19 @@ def local_tool_names() -> frozenset[str]:
 
 def _offered() -> QuerySet[McpTool]:
     # A server whose data class was withdrawn is treated as undeclared: a caller gates on
-    # data_class, and an empty one would let its tools through every gate unjudged.
+    # data_class, and an empty one would let its tools through every gate unjudged. A tool
+    # whose definition is not the one an operator enabled is not offered, however it got
+    # enabled (catalogue.py pins definitions).
     return (
         McpTool.objects.filter(enabled=True, orphaned=False, server__enabled=True)
+        .filter(_as_enabled())
         .exclude(server__data_class="")
         .select_related("server")
     )
+
+
+def _as_enabled() -> Q:
+    return Q(disabled_reason="", pinned_fingerprint=F("definition_fingerprint"))
 
 
 def available() -> list[ToolSpec]:
@@ -189,6 +196,14 @@ def execute(
     if row is None:
         return ToolResult(f"unknown tool {clean(name)!r}", True)
     server = row.server
+    if row.disabled_reason or row.pinned_fingerprint != row.definition_fingerprint:
+        # Changed since an operator enabled it: what a model was told about it may be stale.
+        return ToolResult(
+            f'tool {name!r} of MCP server "{server.name}" is disabled: its {DEFINITION_CHANGED}, '
+            "and an operator must review the change",
+            True,
+            server.identifier,
+        )
     if not (row.enabled and server.enabled) or row.orphaned:
         why = "no longer offered by its server" if row.orphaned else "disabled"
         return ToolResult(f'tool {name!r} of MCP server "{server.name}" is {why}', True, server.identifier)
