@@ -42,6 +42,8 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy nr_llm project tests $(wildcard bench)
 
+# Without Debian's chromium the browser tests fail; NR_LLM_ALLOW_BROWSER_SKIP=1 skips them and
+# the run's last line says so (tests/e2e/chromium.py). CI never skips them (.ci/run).
 pytest: venv peers
 	$(BIN)/pytest $(PYTEST_ARGS)
 

@@ -8,26 +8,27 @@ neither sees nor can post them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from . import admin_columns as columns
-from . import connection, tasks, tool_trial
+from . import catalogue, connection, tasks, tool_trial
 from .authorization import columns as authorization_columns
 from .authorization import service as authorization_service
 from .authorization import views as authorization_views
-from .forms import McpServerForm, TryToolForm
+from .forms import McpServerForm, McpToolForm, TryToolForm
 from .governance import admin as governance_admin  # registers Tool calls and Approvals
-from .models import McpServer, McpTool
+from .models import DEFINITION_CHANGED, AuthPlacement, McpServer, McpTool
 
 STYLES = {"all": ["nr_llm/admin.css"]}
 
@@ -49,17 +50,38 @@ def _connection_line(server: McpServer) -> SafeString:
     return format_html("{}: {}", line, authorization_columns.cell(server, record, timezone.now()))
 
 
-class NeedsAttentionFilter(admin.SimpleListFilter):
-    title = "authorization"
-    parameter_name = "authorization"
+class _OneChoiceFilter(admin.SimpleListFilter):
+    """A filter with one choice besides All: the rows that match ``condition``."""
+
+    choice = ""
+    label = ""
+
+    def condition(self) -> Q:
+        raise NotImplementedError
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("attention", "Needs attention")]
+        return [(self.choice, self.label)]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> QuerySet[McpServer]:
-        if self.value() == "attention":
-            return queryset.filter(authorization_columns.needs_attention())
-        return queryset
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(self.condition()) if self.value() == self.choice else queryset
+
+
+class NeedsAttentionFilter(_OneChoiceFilter):
+    title = "authorization"
+    parameter_name = "authorization"
+    choice, label = "attention", "Needs attention"
+
+    def condition(self) -> Q:
+        return authorization_columns.needs_attention()
+
+
+class AwaitingReviewFilter(_OneChoiceFilter):
+    title = "definition"
+    parameter_name = "definition"
+    choice, label = "changed", "Changed, awaiting review"
+
+    def condition(self) -> Q:
+        return Q(disabled_reason=DEFINITION_CHANGED)
 
 
 @admin.register(McpServer)
@@ -77,13 +99,31 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     list_filter = ["enabled", NeedsAttentionFilter, "import_status", "data_class"]
     search_fields = ["identifier", "name", "url"]
     actions = ["test_connection_action", "import_catalogue_action"]
-    readonly_fields = [
+    # Authentication fields by the placement they serve; the page shows the chosen one's
+    # (server_form.js), and without JavaScript folds the others.
+    CREDENTIAL_FIELDS = [
+        "auth_header_name",
         "credential_state",
+        "new_credential",
+        "clear_credential",
+        "credential_env",
+    ]
+    OAUTH_FIELDS = [
+        "oauth_grant_type",
+        "oauth_registration",
+        "oauth_issuer",
+        "oauth_client_id",
         "oauth_secret_state",
-        "oauth_status",
+        "new_oauth_client_secret",
+        "new_oauth_private_key",
+        "clear_oauth_client_secret",
+        "oauth_key_id",
+        "oauth_scopes",
+    ]
+    # The import error is on the Connection panel at the top, whole.
+    OBSERVED_FIELDS = [
         "import_status",
         "import_task_column",
-        "import_error",
         "last_imported",
         "tool_count",
         "last_contact",
@@ -91,66 +131,68 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         "created",
         "updated",
     ]
-    fieldsets = [
-        (None, {"fields": ["identifier", "name", "description", "url", "enabled"]}),
-        ("Policy", {"fields": ["data_class", "requires_approval", "operation_timeout"]}),
-        (
-            "Authentication",
-            {
-                "fields": [
-                    "auth_placement",
-                    "auth_header_name",
-                    "credential_state",
-                    "new_credential",
-                    "clear_credential",
-                    "credential_env",
-                ]
-            },
-        ),
-        (
-            "OAuth 2.1",
-            {
-                "description": "Used when Authentication is OAuth 2.1.",
-                "fields": [
-                    "oauth_status",
-                    "oauth_grant_type",
-                    "oauth_registration",
-                    "oauth_issuer",
-                    "oauth_client_id",
-                    "oauth_secret_state",
-                    "new_oauth_client_secret",
-                    "new_oauth_private_key",
-                    "clear_oauth_client_secret",
-                    "oauth_key_id",
-                    "oauth_scopes",
-                ],
-            },
-        ),
-        (
-            "Observed",
-            {
-                "fields": [
-                    "import_status",
-                    "import_task_column",
-                    "import_error",
-                    "last_imported",
-                    "tool_count",
-                    "last_contact",
-                    "last_latency_ms",
-                    "created",
-                    "updated",
-                ]
-            },
-        ),
+    readonly_fields = [
+        "contact_state",
+        "catalogue_state",
+        "credential_state",
+        "oauth_secret_state",
+        "oauth_status",
+        "import_error",
+        *OBSERVED_FIELDS,
     ]
 
     class Media:
         css = STYLES
+        js = ["nr_llm/server_form.js"]
+
+    def get_fieldsets(self, request: HttpRequest, obj: McpServer | None = None) -> Any:
+        placement = obj.auth_placement if obj is not None else AuthPlacement.NONE
+        oauth_fields = (
+            self.OAUTH_FIELDS if obj is not None and obj.uses_oauth else ["oauth_status", *self.OAUTH_FIELDS]
+        )
+        sets: list[tuple[str | None, dict[str, Any]]] = []
+        if obj is not None:
+            # First on the page: what the server is doing and the buttons that act on it.
+            status = [*(["oauth_status"] if obj.uses_oauth else []), "contact_state", "catalogue_state"]
+            sets.append(("Connection", {"fields": status, "classes": ["nr-llm-connection"]}))
+        return [
+            *sets,
+            (None, {"fields": ["identifier", "name", "description", "url", "enabled"]}),
+            ("Policy", {"fields": ["data_class", "requires_approval", "operation_timeout"]}),
+            ("Authentication", {"fields": ["auth_placement"]}),
+            (
+                "Credential",
+                {
+                    "fields": self.CREDENTIAL_FIELDS,
+                    "classes": _for_placements(placement, AuthPlacement.BEARER, AuthPlacement.HEADER),
+                    "description": "Used when Authentication is Authorization: Bearer or a named header.",
+                },
+            ),
+            (
+                "OAuth 2.1",
+                {
+                    "fields": oauth_fields,
+                    "classes": _for_placements(placement, AuthPlacement.OAUTH),
+                    "description": "Used when Authentication is OAuth 2.1.",
+                },
+            ),
+            ("Observed", {"fields": self.OBSERVED_FIELDS, "classes": ["collapse"]}),
+        ]
 
     def get_urls(self) -> list[URLPattern]:
         # Before the inherited patterns: their "<object_id>/" would otherwise swallow these.
         wrap = self.admin_site.admin_view
         return [
+            path(
+                "<path:object_id>/test-connection/",
+                wrap(lambda request, object_id: self._on_page(request, object_id, self._test_one)),
+                name="nr_llm_mcpserver_test_connection",
+            ),
+            path(
+                "<path:object_id>/import-catalogue/",
+                wrap(lambda request, object_id: self._on_page(request, object_id, self._import_one)),
+                name="nr_llm_mcpserver_import_catalogue",
+            ),
             path(
                 "oauth/callback/",
                 wrap(lambda request: authorization_views.callback(self, request)),
@@ -206,30 +248,65 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     @admin.display(description="authorization")
     def oauth_status(self, obj: McpServer) -> SafeString | str:
         if obj.pk is None or not obj.uses_oauth:
-            return "Choose OAuth 2.1 as the authentication and save to connect."
-        record = getattr(obj, "oauth_grant", None) if _has_grant_row(obj) else None
-        now = timezone.now()
+            return "Choose OAuth 2.1 as the authentication and save: Connect then appears at the top."
+        record = obj.oauth_grant if _has_grant_row(obj) else None
         try:
             callback = authorization_service.redirect_uri()
         except authorization_service.ConnectRefused as exc:
             callback = str(exc)
         connect = reverse("admin:nr_llm_mcpserver_oauth_connect", args=[obj.pk])
-        disconnect = reverse("admin:nr_llm_mcpserver_oauth_disconnect", args=[obj.pk])
-        # formaction: the buttons post the change form's CSRF token to their own view,
-        # which ignores the other fields (a nested form is not allowed in HTML).
+        # Disconnect only when there is something to disconnect.
+        disconnect = (
+            _page_button("Disconnect", reverse("admin:nr_llm_mcpserver_oauth_disconnect", args=[obj.pk]))
+            if record is not None and record.has_tokens
+            else ""
+        )
         return format_html(
-            '{}<div class="nr-llm-detail">Redirect URI to register: <code>{}</code></div>'
-            '<div><button type="submit" class="button" formaction="{}" formnovalidate>Connect</button> '
-            '<button type="submit" class="button" formaction="{}" formnovalidate>Disconnect</button></div>',
-            authorization_columns.cell(obj, record, now),
-            callback,
-            connect,
+            '{}<div class="nr-llm-buttons">{}{}</div><div class="nr-llm-detail">Redirect URI to register: '
+            "<code>{}</code></div>",
+            authorization_columns.cell(obj, record, timezone.now()),
+            _page_button("Connect", connect),
             disconnect,
+            callback,
+        )
+
+    @admin.display(description="last successful contact")
+    def contact_state(self, obj: McpServer) -> SafeString:
+        return format_html(
+            '{}<div class="nr-llm-detail">{}</div><div class="nr-llm-buttons">{}</div>',
+            columns.last_contact(obj.last_contact, obj.last_latency_ms, timezone.now()),
+            columns.connection(obj.auth_placement, obj.auth_header_name),
+            _page_button("Test connection", reverse("admin:nr_llm_mcpserver_test_connection", args=[obj.pk])),
+        )
+
+    @admin.display(description="catalogue")
+    def catalogue_state(self, obj: McpServer) -> SafeString:
+        now = timezone.now()
+        tools = obj.tools.aggregate(
+            total=Count("pk"),
+            enabled=Count("pk", filter=Q(enabled=True)),
+            orphaned=Count("pk", filter=Q(orphaned=True)),
+        )
+        task = columns.import_task(obj.import_task_state, obj.import_task_since, obj.budget_seconds, now)
+        return format_html(
+            '<a href="{}">{}</a>{}<div class="nr-llm-detail">{}</div>{}<div class="nr-llm-buttons">{}</div>',
+            reverse("admin:nr_llm_mcptool_changelist") + f"?server__id__exact={obj.pk}",
+            columns.tools(tools["enabled"], tools["total"], tools["orphaned"], obj.last_imported is not None),
+            format_html("<div>{}</div>", task) if task else "",
+            columns.last_import(obj.import_status, obj.last_imported, now),
+            format_html('<div class="nr-llm-detail nr-llm-error-text">{}</div>', obj.import_error)
+            if obj.import_error
+            else "",
+            _page_button(
+                "Import catalogue", reverse("admin:nr_llm_mcpserver_import_catalogue", args=[obj.pk])
+            ),
         )
 
     @admin.display(description="server", ordering="name")
     def server_column(self, obj: McpServer) -> SafeString:
-        return format_html('{}<div class="nr-llm-detail">{}</div>', obj.name, obj.identifier)
+        return format_html(
+            '{}<div class="nr-llm-detail">{}</div>', obj.name, columns.breakable(obj.identifier)
+        )
 
     @admin.display(description="import task")
     def import_task_column(self, obj: McpServer) -> SafeString | str:
@@ -253,6 +330,7 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
             getattr(obj, "tools_enabled", 0),
             getattr(obj, "tools_total", 0),
             getattr(obj, "tools_orphaned", 0),
+            obj.last_imported is not None,
         )
         url = reverse("admin:nr_llm_mcptool_changelist") + f"?server__id__exact={obj.pk}"
         task = columns.import_task(obj.import_task_state, obj.import_task_since, obj.budget_seconds, now)
@@ -281,31 +359,73 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         # One ping per server, each opening its own deadline: a slow server spends its
         # own budget, never the next one's.
         for server in queryset:
-            tested = connection.test_connection(server)
-            report = tested.report
-            if report.reachable:
-                self.message_user(
-                    request, columns.connection_summary(server.identifier, report), messages.SUCCESS
-                )
-            else:
-                text = f"Connection to {server.identifier} failed: {report.error}"
-                if tested.needs_reconnect:
-                    text += " It is now marked “needs reconnect”: open the server and press Connect."
-                self.message_user(request, text, messages.ERROR)
+            self._test_one(request, server)
 
     @admin.action(description="Import catalogue", permissions=["change"])
     def import_catalogue_action(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         # One task per server: each import opens its own deadline, and a queue backend
         # can run them side by side.
         for server in queryset:
-            start = tasks.start_import(server)
-            self.message_user(request, *columns.import_message(start))
+            self._import_one(request, server)
+
+    def _test_one(self, request: HttpRequest, server: McpServer) -> None:
+        tested = connection.test_connection(server)
+        report = tested.report
+        if report.reachable:
+            self.message_user(
+                request, columns.connection_summary(server.identifier, report), messages.SUCCESS
+            )
+            return
+        text = f"Connection to {server.identifier} failed: {report.error}"
+        if tested.needs_reconnect:
+            text += " It is now marked “needs reconnect”: open the server and press Connect."
+        self.message_user(request, text, messages.ERROR)
+
+    def _import_one(self, request: HttpRequest, server: McpServer) -> None:
+        self.message_user(request, *columns.import_message(tasks.start_import(server)))
+
+    def _on_page(
+        self, request: HttpRequest, object_id: str, act: Callable[[HttpRequest, McpServer], None]
+    ) -> HttpResponse:
+        """A button of the change page: the changelist action's work, for this one server."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        server = self.get_object(request, object_id)
+        if server is None:
+            raise Http404("No such MCP server.")
+        if not self.has_change_permission(request, server):
+            raise PermissionDenied
+        act(request, server)
+        return HttpResponseRedirect(reverse("admin:nr_llm_mcpserver_change", args=[server.pk]))
+
+
+def _page_button(label: str, url: str) -> SafeString:
+    """A button of the change page posting to its own view.
+
+    formaction: it posts the change form's CSRF token to ``url``, which ignores the other
+    fields (a nested form is not allowed in HTML); formnovalidate: half-typed fields must not stop it.
+    """
+    return format_html(
+        '<button type="submit" class="button" formaction="{}" formnovalidate>{}</button>', url, label
+    )
+
+
+def _for_placements(chosen: str, *placements: str) -> list[str]:
+    """A fieldset's classes: which placements it serves, folded when the saved one is not among them."""
+    return [
+        *(f"nr-llm-for-{placement}" for placement in placements),
+        *([] if chosen in placements else ["collapse"]),
+    ]
 
 
 @admin.register(McpTool)
 class McpToolAdmin(admin.ModelAdmin[McpTool]):
-    list_display = ["tool_name", "server_column", "remote_name", "enabled", "orphan_column", "try_column"]
-    list_filter = ["server", "enabled", "orphaned"]
+    form = McpToolForm
+    # Description and remote name are second lines of the first two columns: seven columns
+    # would not fit a 1280 px screen beside the filters and the admin's navigation.
+    list_display = ["name_column", "server_column", "enabled", "state_column", "try_column"]
+    list_display_links = ["name_column"]
+    list_filter = ["server", "enabled", "orphaned", AwaitingReviewFilter]
     list_select_related = ["server"]
     search_fields = ["tool_name", "remote_name", "description"]
     actions = ["enable_tools", "disable_tools"]
@@ -313,11 +433,15 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "tool_name",
         "server",
         "remote_name",
+        "definition_review",
         "enabled",
+        "reviewed_fingerprint",
         "orphan_state",
         "try_state",
+        "title",
         "description",
         "schema_column",
+        "output_schema_column",
         "annotations_column",
         "created",
         "updated",
@@ -326,9 +450,12 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "server",
         "tool_name",
         "remote_name",
+        "title",
         "description",
         "schema_column",
+        "output_schema_column",
         "annotations_column",
+        "definition_review",
         "orphan_state",
         "try_state",
         "created",
@@ -383,38 +510,63 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         fields = list(super().get_readonly_fields(request, obj))
         return [*fields, "enabled"] if obj is not None and obj.orphaned and not obj.enabled else fields
 
-    @admin.display(description="server", ordering="server__name")
+    @admin.display(description="tool · description", ordering="tool_name")
+    def name_column(self, obj: McpTool) -> SafeString:
+        return format_html(
+            '{}<div class="nr-llm-detail">{}</div>',
+            columns.breakable(obj.tool_name),
+            columns.clipped(obj.description, DESCRIPTION_CHARS) if obj.description else "no description",
+        )
+
+    @admin.display(description="server · remote name", ordering="server__name")
     def server_column(self, obj: McpTool) -> SafeString:
         # Not the foreign key itself: the admin keeps that on one line (class "nowrap"),
-        # and a long server name would push the Try column under the filters.
-        return format_html('{}<div class="nr-llm-detail">{}</div>', obj.server.name, obj.server.identifier)
+        # and a long server name would push the Try column under the filters. The
+        # identifier is in the tool's name already.
+        return format_html(
+            '{}<div class="nr-llm-detail">{}</div>', obj.server.name, columns.breakable(obj.remote_name)
+        )
 
     @admin.display(description="orphaned", ordering="orphaned")
     def orphan_column(self, obj: McpTool) -> SafeString | str:
         if not obj.orphaned:
             return ""
+        since = f"since {obj.orphaned_at:%Y-%m-%d %H:%M}" if obj.orphaned_at else "gone from its server"
+        return format_html(
+            '<strong class="nr-llm-warning" title="no longer in the server\'s catalogue">ORPHANED</strong>'
+            '<div class="nr-llm-detail">{}</div>',
+            since,
+        )
+
+    @admin.display(description="orphaned")
+    def orphan_state(self, obj: McpTool) -> SafeString | str:
+        # The change page answers the question in words; the list leaves the cell of a live tool empty.
+        if not obj.orphaned:
+            return "no: the server still offers it"
         since = f" since {obj.orphaned_at:%Y-%m-%d %H:%M}" if obj.orphaned_at else ""
         return format_html(
             '<strong class="nr-llm-warning">ORPHANED{}</strong>: no longer in the server\'s catalogue', since
         )
 
-    @admin.display(description="orphaned")
-    def orphan_state(self, obj: McpTool) -> SafeString | str:
-        # The change page answers the question; the list leaves the cell of a live tool empty.
-        return self.orphan_column(obj) or "no: the server still offers it"
-
     @admin.display(description="try")
-    def try_column(self, obj: McpTool) -> SafeString | str:
-        if _untryable(obj):
-            return ""
-        return format_html('<a href="{}">Try tool</a>', reverse("admin:nr_llm_mcptool_try", args=[obj.pk]))
+    def try_column(self, obj: McpTool) -> SafeString:
+        refusal, hint = _why_not_tryable(obj)
+        if refusal:
+            # Not a bare "-": what stands in the way, the whole sentence on hover.
+            return format_html(
+                '<span class="nr-llm-quiet" title="{}">{}</span>', f"{refusal}. {hint}", _TRY_HINTS[refusal]
+            )
+        return format_html(
+            '<a class="nr-llm-nowrap" href="{}">Try tool</a>',
+            reverse("admin:nr_llm_mcptool_try", args=[obj.pk]),
+        )
 
     @admin.display(description="try tool")
     def try_state(self, obj: McpTool) -> SafeString | str:
         refusal, hint = _why_not_tryable(obj)
         if refusal:
             return f"Not available: {refusal}. {hint}"
-        return self.try_column(obj)
+        return format_html('<a href="{}">Try tool</a>', reverse("admin:nr_llm_mcptool_try", args=[obj.pk]))
 
     @admin.display(description="input schema")
     def schema_column(self, obj: McpTool) -> SafeString:
@@ -424,25 +576,114 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
     def annotations_column(self, obj: McpTool) -> SafeString:
         return _pretty_json(obj.remote_annotations)
 
+    def get_fields(self, request: HttpRequest, obj: McpTool | None = None) -> Any:
+        # The change review only where there is one to read.
+        fields = list(super().get_fields(request, obj))
+        if obj is None or not obj.awaiting_review:
+            fields.remove("definition_review")
+        return fields
+
+    def save_model(self, request: HttpRequest, obj: McpTool, form: Any, change: bool) -> None:
+        # Only "enabled" is editable, and it is switched through the catalogue's service (under
+        # the server's lock, re-pinning the definition), never by saving a row read earlier,
+        # which could write back a definition an import has replaced meanwhile.
+        if "enabled" not in form.changed_data:
+            return
+        if not obj.enabled:
+            catalogue.disable_tools([obj.pk])
+            return
+        if refusal := catalogue.accept_definition(obj.pk, form.cleaned_data["reviewed_fingerprint"]):
+            self.message_user(request, f"{obj.tool_name} was not enabled: {refusal}.", messages.ERROR)
+
+    @admin.display(description="state", ordering="orphaned")
+    def state_column(self, obj: McpTool) -> SafeString | str:
+        if obj.awaiting_review:
+            return format_html(
+                '<strong class="nr-llm-warning" title="{}">DEFINITION CHANGED</strong>'
+                '<div class="nr-llm-detail">disabled {}</div>',
+                f"{DEFINITION_CHANGED}: open the tool to read what changed",
+                f"{obj.disabled_at:%Y-%m-%d %H:%M}" if obj.disabled_at else "by an import",
+            )
+        return self.orphan_column(obj)
+
+    @admin.display(description="definition changed")
+    def definition_review(self, obj: McpTool) -> SafeString:
+        """What the server changed since the tool was enabled: each part as enabled, beside it now."""
+        old, new = obj.pinned_definition, obj.definition
+        parts = catalogue.changed_parts(old, new)
+        rows = format_html_join(
+            "",
+            "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
+            ((catalogue.PARTS[part], _shown(old.get(part)), _shown(new.get(part))) for part in parts),
+        )
+        when = f" on {obj.disabled_at:%Y-%m-%d %H:%M}" if obj.disabled_at else ""
+        return format_html(
+            '<p><strong class="nr-llm-warning">Disabled by an import{}: its {}.</strong> A model is not '
+            "offered it until you accept the change: read it, then tick Enabled and save (the definition "
+            "shown as now becomes the one enabled).</p>"
+            '<table class="nr-llm-review"><thead><tr><th>part</th><th>as enabled</th><th>now</th></tr>'
+            "</thead><tbody>{}</tbody></table>",
+            when,
+            DEFINITION_CHANGED,
+            rows
+            or format_html(
+                '<tr><td colspan="3">{}</td></tr>', "no difference now: the server changed it back"
+            ),
+        )
+
+    @admin.display(description="output schema")
+    def output_schema_column(self, obj: McpTool) -> SafeString:
+        return _pretty_json(obj.output_schema)
+
     @admin.action(description="Enable selected tools", permissions=["change"])
     def enable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
-        # An orphan is gone from its server: enabling it would only offer a model a
-        # tool that fails, so it stays disabled and the operator is told.
-        orphans = queryset.filter(orphaned=True, enabled=False).count()
-        # update() skips auto_now; an enable is an operator's edit, so stamp it.
-        changed = queryset.filter(orphaned=False, enabled=False).update(enabled=True, updated=timezone.now())
-        self.message_user(request, f"{changed} tool(s) enabled.")
-        if orphans:
+        # An orphan is gone from its server: enabling it would only offer a model a tool that
+        # fails. A changed definition is accepted on the tool's own page, where it can be read.
+        done = catalogue.enable_tools(queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{done.count} tool(s) enabled.")
+        if done.orphaned:
             self.message_user(
                 request,
-                f"{orphans} orphaned tool(s) left disabled: they are gone from their server.",
+                f"{done.orphaned} orphaned tool(s) left disabled: they are gone from their server.",
+                messages.WARNING,
+            )
+        if done.to_review:
+            self.message_user(
+                request,
+                f"{len(done.to_review)} tool(s) left disabled because their definition changed since "
+                f"they were enabled: {', '.join(done.to_review)}. Open each to read what changed and "
+                "enable it there.",
                 messages.WARNING,
             )
 
     @admin.action(description="Disable selected tools", permissions=["change"])
     def disable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
-        changed = queryset.filter(enabled=True).update(enabled=False, updated=timezone.now())
-        self.message_user(request, f"{changed} tool(s) disabled.")
+        done = catalogue.disable_tools(queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{done.count} tool(s) disabled.")
+
+
+def _shown(value: Any) -> SafeString:
+    """One part of a definition for reading: text as text, JSON pretty-printed."""
+    if isinstance(value, str):
+        if not value:
+            return SafeString("<em>empty</em>")
+        return format_html('<div class="nr-llm-error-text">{}</div>', value)
+    return _pretty_json(value if value is not None else {})
+
+
+_ORPHANED = "it is orphaned (gone from its server's catalogue)"
+_CHANGED = f"its {DEFINITION_CHANGED}"
+_NOT_ENABLED = "it is not enabled"
+_SERVER_DISABLED = "its server is not enabled"
+#: What the Try column says instead of a link: short, the whole reason in its title.
+_TRY_HINTS = {
+    _ORPHANED: "orphaned",
+    _CHANGED: "review the change",
+    _NOT_ENABLED: "enable it first",
+    _SERVER_DISABLED: "server disabled",
+}
+#: A description in the tool list: one line's worth; the page holds the rest.
+DESCRIPTION_CHARS = 70
 
 
 def _untryable(tool: McpTool) -> str:
@@ -454,13 +695,15 @@ def _why_not_tryable(tool: McpTool) -> tuple[str, str]:
     """(why ``tool`` cannot be tried, what the operator can do about it); ("", "") when it can."""
     if tool.orphaned:
         return (
-            "it is orphaned (gone from its server's catalogue)",
+            _ORPHANED,
             "Import the server's catalogue again; if the server offers it again, it can be tried.",
         )
+    if tool.awaiting_review:
+        return _CHANGED, "Read what changed on the tool's page; tick Enabled and save to accept it."
     if not tool.enabled:
-        return "it is not enabled", "A tool must be enabled to try it: tick Enabled and save."
+        return _NOT_ENABLED, "A tool must be enabled to try it: tick Enabled and save."
     if not tool.server.enabled:
-        return "its server is not enabled", "Enable its MCP server first."
+        return _SERVER_DISABLED, "Enable its MCP server first."
     return "", ""
 
 

@@ -7,10 +7,11 @@ Every piece of text that came from an operator or a remote server goes through
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from django.contrib import messages
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 from django.utils.timesince import timesince
@@ -22,6 +23,8 @@ from .tasks import ImportStart
 
 TRANSPORT = "Streamable HTTP"
 ERROR_PREVIEW_CHARS = 80
+#: A hover title holds more than a cell, but not a whole 4,000-character description.
+TITLE_CHARS = 500
 
 
 def last_contact(contact: datetime | None, latency_ms: int | None, now: datetime) -> str:
@@ -64,9 +67,30 @@ def data_class(stored: str) -> SafeString:
     return format_html("{}", DataClass(stored).label)
 
 
-def tools(enabled: int, total: int, orphaned: int) -> str:
+def tools(enabled: int, total: int, orphaned: int, imported: bool = True) -> str:
+    """ "1 / 5 enabled"; before a first import "0 tools (not imported yet)", not a ratio of nothing."""
+    if not total and not imported:
+        return "0 tools (not imported yet)"
     text = f"{enabled} / {total} enabled"
     return f"{text}, {orphaned} orphaned" if orphaned else text
+
+
+def breakable(name: str) -> SafeString:
+    """``name`` escaped, with a line-break opportunity after each ``_`` and ``-``.
+
+    Tool names and identifiers have no spaces: without these, a narrow column either breaks
+    them mid-word or pushes the table wider than the screen.
+    """
+    parts = re.split(r"(?<=[_-])", name)
+    return format_html_join(SafeString("<wbr>"), "{}", ((part,) for part in parts))
+
+
+def clipped(text: str, chars: int) -> SafeString:
+    """``text`` on one line, clipped to ``chars``; the whole text (clipped far later) as its title."""
+    flat = " ".join(text.split())
+    return format_html(
+        '<span title="{}">{}</span>', Truncator(flat).chars(TITLE_CHARS), Truncator(flat).chars(chars)
+    )
 
 
 def last_import(status: str, imported: datetime | None, now: datetime) -> str:
@@ -130,8 +154,16 @@ def import_message(start: ImportStart) -> tuple[str, int]:
     text = f"{who} ran: {counts}."
     if report.imported:
         text += " New tools start disabled: enable them one by one under MCP tools."
+    level = messages.SUCCESS
+    if report.changed:
+        level = messages.WARNING
+        text += (
+            f" Disabled because their definition changed since they were enabled: "
+            f"{'; '.join(str(changed) for changed in report.changed)}. Open each under MCP tools, "
+            "read what changed, and enable it again if it is still what you want."
+        )
     if report.skip_reasons:
         shown = "; ".join(report.skip_reasons[:3])
         more = f" (and {len(report.skip_reasons) - 3} more)" if len(report.skip_reasons) > 3 else ""
         return f"{text} Skipped: {shown}{more}.", messages.WARNING
-    return text, messages.SUCCESS
+    return text, level

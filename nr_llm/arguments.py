@@ -7,6 +7,7 @@ here gives the operator the server's own rule, in words, without spending a call
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -34,3 +35,45 @@ def argument_problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list
 
 def _where(path: list[str | int]) -> str:
     return "/".join(str(part) for part in path) if path else "arguments"
+
+
+#: What a required property starts as on the Try page, by its schema type: the right type, and
+#: visibly a blank to fill in (a made-up value could be run by mistake and mean something).
+_BLANKS: dict[str, Any] = {
+    "string": "",
+    "integer": 0,
+    "number": 0,
+    "boolean": False,
+    "array": [],
+    "null": None,
+}
+MAX_TEMPLATE_DEPTH = 6
+
+
+def argument_template(schema: dict[str, Any], depth: int = 0) -> dict[str, Any]:
+    """The arguments an operator starts from: every required property, with a typed blank.
+
+    Nested objects get their own required properties; a property whose type is a list or a
+    union takes its first alternative. Only the stored (normalised) schema is read.
+    """
+    properties = schema.get("properties")
+    required = schema.get("required")
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return {}
+    return {name: _blank(properties.get(name), depth + 1) for name in required if isinstance(name, str)}
+
+
+def _blank(schema: Any, depth: int) -> Any:
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((item for item in kind if item != "null"), kind[0] if kind else None)
+    if kind is None:
+        for union in ("anyOf", "oneOf", "allOf"):
+            branches = schema.get(union)
+            if isinstance(branches, list) and branches:
+                return _blank(branches[0], depth)
+    if kind == "object":
+        return argument_template(schema, depth) if depth < MAX_TEMPLATE_DEPTH else {}
+    return copy.copy(_BLANKS.get(kind)) if isinstance(kind, str) else None

@@ -4,13 +4,21 @@ The walk is network I/O and happens outside any transaction; only the reconcile 
 the server row locked, so a slow server never holds a database lock, yet two imports of
 one server still serialize where it matters. A refusal changes nothing but the server's
 import status and reason.
+
+Definitions are pinned: each tool's description, title, schemas and annotations are
+fingerprinted. An enabled tool whose fingerprint changes is disabled in the same transaction
+that stores the new text, until an operator reads the change and enables it again
+(``accept_definition``); enabling and disabling take the same server lock as the reconcile.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -23,25 +31,53 @@ from .authorization import runtime as authorization
 from .endpoints import endpoint_for, mcp_client
 from .mcp import Endpoint, McpTransportError
 from .mcp.names import InvalidToolName, checked_local_name
-from .mcp.schema import SchemaRefused, contains_nul, normalise_schema
+from .mcp.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
 from .mcp.text import clean
-from .models import ImportStatus, McpServer, McpTool
+from .models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
 from .redaction import redact
 
 MAX_TOOLS = 500
 #: A remote description is text a model reads on every request; more than this is not a description.
 MAX_DESCRIPTION = 4000
+#: A title is a display name (MCP 2025-06-18): one line.
+MAX_TITLE = 200
 #: Unicode categories removed from a description: controls, format (bidi) and surrogates.
 _INVISIBLE = frozenset({"Cc", "Cf", "Cs"})
 
 _SYNCED_FIELDS = (
     "remote_name",
+    "title",
     "description",
     "input_schema",
+    "output_schema",
     "remote_annotations",
     "orphaned",
     "orphaned_at",
+    "definition_fingerprint",
+    "pinned_definition",
+    "pinned_fingerprint",
 )
+#: Written only for the rows an import disables, so an operator's concurrent switch is never undone.
+_DISABLING_FIELDS = ("enabled", "disabled_reason", "disabled_at")
+#: The parts of a definition, as MCP names them, and as an operator reads them.
+PARTS = {
+    "title": "title",
+    "description": "description",
+    "inputSchema": "input schema",
+    "outputSchema": "output schema",
+    "annotations": "annotations",
+}
+
+
+@dataclass(frozen=True)
+class ChangedDefinition:
+    """An enabled tool this import disabled: which parts of its definition changed."""
+
+    tool_name: str
+    parts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({', '.join(PARTS.get(part, part) for part in self.parts)})"
 
 
 @dataclass(frozen=True)
@@ -54,10 +90,20 @@ class ImportReport:
     orphaned: int
     skip_reasons: tuple[str, ...]
     refused: str = ""
+    #: Enabled tools whose definition changed: disabled until an operator reviews them.
+    changed: tuple[ChangedDefinition, ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.refused
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> ImportReport:
+        """The report back from ``dataclasses.asdict`` through JSON (a task result)."""
+        changed = tuple(
+            ChangedDefinition(c["tool_name"], tuple(c["parts"])) for c in value.get("changed", ())
+        )
+        return cls(**{**value, "skip_reasons": tuple(value["skip_reasons"]), "changed": changed})
 
     @property
     def status(self) -> Literal["ok", "partial", "error"]:
@@ -91,9 +137,32 @@ class CatalogueClient(Protocol):
 class _Accepted:
     tool_name: str
     remote_name: str
+    title: str
     description: str
     input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
     annotations: dict[str, Any]
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        return tool_definition(
+            self.title, self.description, self.input_schema, self.output_schema, self.annotations
+        )
+
+
+def fingerprint(definition: dict[str, Any]) -> str:
+    """SHA-256 of ``definition`` as canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def changed_parts(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
+    """Which parts (PARTS keys) differ between two definitions, in PARTS order.
+
+    Compared as values, as an import compares a row with what it fetched: a stored pin has been
+    through the database's JSON (PostgreSQL writes 1e2 back as 100), the fetched text has not.
+    """
+    return tuple(part for part in PARTS if old.get(part) != new.get(part))
 
 
 def import_catalogue(
@@ -175,19 +244,49 @@ def _validate(identifier: str, advertised: Sequence[dict[str, Any]]) -> tuple[li
         if not isinstance(description, str):
             reasons.append(f"{shown}: description is not a string")
             continue
+        title = tool.get("title", "")
+        if not isinstance(title, str):
+            reasons.append(f"{shown}: title is not a string")
+            continue
         annotations = tool.get("annotations")
         if not isinstance(annotations, dict):
             annotations = {}
         if contains_nul(annotations):
             reasons.append(f"{shown}: annotations contain a NUL character, which cannot be stored")
             continue
-        candidates.append(_Accepted(name, remote, _prose(description[:MAX_DESCRIPTION]), schema, annotations))
+        output_schema = tool.get("outputSchema", {})
+        if problem := _output_schema_problem(output_schema):
+            reasons.append(f"{shown}: {problem}")
+            continue
+        candidates.append(
+            _Accepted(
+                name,
+                remote,
+                clean(title, MAX_TITLE),
+                _prose(description[:MAX_DESCRIPTION]),
+                schema,
+                output_schema,
+                annotations,
+            )
+        )
     counts = Counter(candidate.tool_name for candidate in candidates)
     for name, count in sorted(counts.items()):
         if count > 1:
             # Keeping either would let a call reach a tool the operator did not pick.
             reasons.append(f"{count} remote tools map to the local name {name}; none of them is imported")
     return [c for c in candidates if counts[c.tool_name] == 1], reasons
+
+
+def _output_schema_problem(schema: Any) -> str:
+    """Why an advertised output schema cannot be kept, or "" (it is stored for the operator, as sent)."""
+    if not isinstance(schema, dict):
+        return "output schema is not an object"
+    if contains_nul(schema):
+        return "output schema contains a NUL character, which cannot be stored"
+    encoded = len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode())
+    if encoded > MAX_ENCODED_BYTES:
+        return f"output schema is {encoded} bytes encoded; at most {MAX_ENCODED_BYTES} (16 KiB) are kept"
+    return ""
 
 
 def _prose(text: str) -> str:
@@ -228,6 +327,8 @@ def _reconcile(
         existing = {row.tool_name: row for row in McpTool.objects.filter(server=locked)}
         created: list[McpTool] = []
         changed: list[McpTool] = []
+        disabled: list[McpTool] = []
+        reviews: list[ChangedDefinition] = []
         imported = 0
         for tool in accepted:
             if tool.tool_name in taken:
@@ -237,18 +338,32 @@ def _reconcile(
                 )
                 continue
             imported += 1
-            fresh = {
+            definition = tool.definition
+            fresh: dict[str, Any] = {
                 "remote_name": tool.remote_name,
+                "title": tool.title,
                 "description": tool.description,
                 "input_schema": tool.input_schema,
+                "output_schema": tool.output_schema,
                 "remote_annotations": tool.annotations,
                 "orphaned": False,
                 "orphaned_at": None,
+                "definition_fingerprint": fingerprint(definition),
             }
             row = existing.pop(tool.tool_name, None)
             if row is None:
                 # New tools start disabled: enabling is the operator's decision, tool by tool.
-                created.append(McpTool(server=locked, tool_name=tool.tool_name, enabled=False, **fresh))
+                pin = {"pinned_definition": definition, "pinned_fingerprint": fresh["definition_fingerprint"]}
+                created.append(
+                    McpTool(server=locked, tool_name=tool.tool_name, enabled=False, **fresh, **pin)
+                )
+                continue
+            parts = _pin(row, definition, fresh)
+            if parts:
+                reviews.append(ChangedDefinition(row.tool_name, parts))
+                fresh.update(enabled=False, disabled_reason=DEFINITION_CHANGED, disabled_at=now)
+                _apply(row, fresh, now)
+                disabled.append(row)
             elif _apply(row, fresh, now):
                 changed.append(row)
         orphaned = 0
@@ -260,8 +375,17 @@ def _reconcile(
         McpTool.objects.bulk_create(created)
         if changed:
             McpTool.objects.bulk_update(changed, [*_SYNCED_FIELDS, "updated"])
+        if disabled:
+            McpTool.objects.bulk_update(disabled, [*_SYNCED_FIELDS, *_DISABLING_FIELDS, "updated"])
         # Every advertised tool is imported or skipped; one reason may cover several (duplicates).
-        report = ImportReport(locked.identifier, imported, advertised - imported, orphaned, tuple(reasons))
+        report = ImportReport(
+            locked.identifier,
+            imported,
+            advertised - imported,
+            orphaned,
+            tuple(reasons),
+            changed=tuple(reviews),
+        )
         status = ImportStatus.PARTIAL if reasons else ImportStatus.OK
         fields = {
             "import_status": status,
@@ -272,6 +396,35 @@ def _reconcile(
         McpServer.objects.filter(pk=locked.pk).update(**fields)
     _copy(server, fields)
     return report
+
+
+def _pin(row: McpTool, definition: dict[str, Any], fresh: dict[str, Any]) -> tuple[str, ...]:
+    """Decide ``row``'s pin for the imported ``definition``; the changed parts when it must be disabled.
+
+    An enabled tool keeps the definition an operator enabled: a different one disables it. One
+    awaiting review keeps the pin it was enabled with, so its page shows everything since. Any
+    other disabled tool simply follows its server.
+    """
+    if row.enabled:
+        # A row from before pinning has no pin yet: what it stored stands in for one; the parts it
+        # did not store then (title, output schema) are taken as they come, not held against it.
+        pinned = row.pinned_definition if row.pinned_fingerprint else {**definition, **_stored_then(row)}
+        parts = changed_parts(pinned, definition)
+        if parts:
+            fresh.update(pinned_definition=pinned, pinned_fingerprint=fingerprint(pinned))
+            return parts
+    elif row.awaiting_review:
+        return ()
+    fresh.update(pinned_definition=definition, pinned_fingerprint=fresh["definition_fingerprint"])
+    return ()
+
+
+def _stored_then(row: McpTool) -> dict[str, Any]:
+    return {
+        "description": row.description,
+        "inputSchema": row.input_schema,
+        "annotations": row.remote_annotations,
+    }
 
 
 def _catalogue_settings(server: McpServer) -> tuple[str, str, bool]:
@@ -301,3 +454,90 @@ def _copy(server: McpServer, fields: dict[str, Any]) -> None:
     # Keep the caller's instance truthful without a reload.
     for key, value in fields.items():
         setattr(server, key, value)
+
+
+@dataclass(frozen=True)
+class Switched:
+    """What enabling (or disabling) a selection of tools did."""
+
+    count: int
+    #: Left disabled: gone from their server.
+    orphaned: int = 0
+    #: Left disabled: their definition changed; each is enabled on its own page, after reading.
+    to_review: tuple[str, ...] = ()
+
+
+def enable_tools(tool_ids: Iterable[int]) -> Switched:
+    """Enable the given tools, except orphans and tools whose definition awaits review."""
+    with _servers_locked(tool_ids) as rows:
+        orphans = [row for row in rows if row.orphaned and not row.enabled]
+        review = sorted(row.tool_name for row in rows if row.awaiting_review and not row.orphaned)
+        chosen = [row for row in rows if not (row.enabled or row.orphaned or row.awaiting_review)]
+        for row in chosen:
+            _accept(row)
+        McpTool.objects.bulk_update(chosen, _ACCEPTED_FIELDS)
+    return Switched(len(chosen), len(orphans), tuple(review))
+
+
+def disable_tools(tool_ids: Iterable[int]) -> Switched:
+    with _servers_locked(tool_ids) as rows:
+        ids = [row.pk for row in rows if row.enabled]
+        # update() skips auto_now; a switch is an operator's edit, so stamp it.
+        McpTool.objects.filter(pk__in=ids).update(enabled=False, updated=timezone.now())
+    return Switched(len(ids))
+
+
+def accept_definition(tool_id: int, reviewed: str) -> str:
+    """Enable one tool, its current definition becoming the pinned one; "" or why not.
+
+    ``reviewed`` is the fingerprint of the definition the operator read: if an import changed it
+    meanwhile, what they read is not what would be enabled, and nothing changes.
+    """
+    with _servers_locked([tool_id]) as rows:
+        if not rows:
+            return "the tool no longer exists"
+        (row,) = rows
+        if row.orphaned:
+            return "it is gone from its server's catalogue"
+        if row.definition_fingerprint != reviewed:
+            return "its definition changed again while you read it; read it again"
+        _accept(row)
+        McpTool.objects.bulk_update([row], _ACCEPTED_FIELDS)
+    return ""
+
+
+_ACCEPTED_FIELDS = [
+    "enabled",
+    "pinned_definition",
+    "pinned_fingerprint",
+    "disabled_reason",
+    "disabled_at",
+    "updated",
+]
+
+
+def _accept(row: McpTool) -> None:
+    row.enabled = True
+    row.pinned_definition = row.definition
+    row.pinned_fingerprint = row.definition_fingerprint or fingerprint(row.definition)
+    row.definition_fingerprint = row.pinned_fingerprint
+    row.disabled_reason = ""
+    row.disabled_at = None
+    row.updated = timezone.now()
+
+
+@contextlib.contextmanager
+def _servers_locked(tool_ids: Iterable[int]) -> Iterator[list[McpTool]]:
+    """The tools, re-read under their servers' row locks: an import reconciling one of those
+    servers either finished before or waits until the switch is committed."""
+    ids = list(tool_ids)
+    with transaction.atomic():
+        servers = McpTool.objects.filter(pk__in=ids).order_by().values_list("server_id", flat=True).distinct()
+        # In pk order: two switches over the same servers never wait for each other in a circle.
+        list(
+            McpServer.objects.select_for_update()
+            .filter(pk__in=list(servers))
+            .order_by("pk")
+            .values_list("pk")
+        )
+        yield list(McpTool.objects.filter(pk__in=ids).order_by("tool_name"))

@@ -8,8 +8,8 @@ from typing import Any
 from django import forms
 
 from . import credentials
-from .arguments import argument_problems
-from .models import McpServer
+from .arguments import argument_problems, argument_template
+from .models import McpServer, McpTool
 
 
 class WriteOnlyTextarea(forms.Textarea):
@@ -90,8 +90,10 @@ class McpServerForm(forms.ModelForm[McpServer]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Only meaningful for OAuth: a form (or script) that leaves them out keeps the defaults.
+        # A view-only operator's form has neither (every field is read-only there).
         for name in ("oauth_grant_type", "oauth_registration"):
-            self.fields[name].required = False
+            if name in self.fields:
+                self.fields[name].required = False
 
     def clean_oauth_grant_type(self) -> str:
         return str(self.cleaned_data.get("oauth_grant_type") or self.instance.oauth_grant_type)
@@ -133,21 +135,57 @@ class McpServerForm(forms.ModelForm[McpServer]):
             self.instance.oauth_client_secret_ciphertext = credentials.encrypt(secret)
 
 
+class McpToolForm(forms.ModelForm[McpTool]):
+    """The tool's one editable switch, and the fingerprint of the definition its page showed."""
+
+    # Enabling accepts the definition the operator read, not one an import stored since.
+    reviewed_fingerprint = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    class Meta:
+        model = McpTool
+        fields = ["enabled"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["reviewed_fingerprint"].initial = self.instance.definition_fingerprint
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if "enabled" in self.changed_data and cleaned.get("enabled"):
+            current = McpTool.objects.filter(pk=self.instance.pk).values_list(
+                "definition_fingerprint", flat=True
+            )
+            if list(current) != [cleaned.get("reviewed_fingerprint", "")]:
+                raise forms.ValidationError(
+                    "An import changed this tool's definition while the page was open: read it again below."
+                )
+        return cleaned
+
+
 class TryToolForm(forms.Form):
     """JSON arguments for one tool call, checked against the tool's stored schema."""
 
+    MIN_ROWS, MAX_ROWS = 4, 24
+
     arguments = forms.CharField(
         label="Arguments (JSON object)",
-        initial="{}",
         strip=False,
-        widget=forms.Textarea(
-            attrs={"rows": 8, "cols": 80, "spellcheck": "false", "class": "vLargeTextField"}
-        ),
+        widget=forms.Textarea(attrs={"cols": 60, "spellcheck": "false", "class": "vLargeTextField"}),
     )
 
     def __init__(self, *args: Any, schema: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.schema = schema
+        # Start from what the schema requires, typed, rather than from "{}".
+        template = argument_template(schema)
+        self.fields["arguments"].initial = (
+            json.dumps(template, indent=2, ensure_ascii=False) if template else "{}"
+        )
+        # Room for the template, a line for each optional property an operator may add, one spare.
+        properties = schema.get("properties")
+        optional = len(set(properties) - set(template)) if isinstance(properties, dict) else 0
+        wanted = len(self.fields["arguments"].initial.splitlines()) + optional + 1
+        self.fields["arguments"].widget.attrs["rows"] = max(self.MIN_ROWS, min(self.MAX_ROWS, wanted))
 
     def clean_arguments(self) -> dict[str, Any]:
         raw: str = self.cleaned_data["arguments"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
@@ -245,16 +246,45 @@ class McpServer(models.Model):
         return None
 
 
+#: Why an import disabled an enabled tool (catalogue.py); the admin and ``execute`` say it.
+DEFINITION_CHANGED = "definition changed since it was enabled"
+
+
+def tool_definition(
+    title: str, description: str, input_schema: Any, output_schema: Any, annotations: Any
+) -> dict[str, Any]:
+    """A tool's definition keyed as MCP names its parts: a stored row and a fresh import compare equal."""
+    return {
+        "title": title,
+        "description": description,
+        "inputSchema": input_schema,
+        "outputSchema": output_schema,
+        "annotations": annotations,
+    }
+
+
 class McpTool(models.Model):
     server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="tools")
     tool_name = models.CharField(max_length=64, unique=True)
     remote_name = models.CharField(max_length=255)
+    # The definition as the last import stored it: what a model reads and an operator enables.
+    title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     input_schema = models.JSONField(default=dict)
+    output_schema = models.JSONField(default=dict, blank=True)
     remote_annotations = models.JSONField(default=dict, blank=True)
     enabled = models.BooleanField(default=False)
     orphaned = models.BooleanField(default=False)
     orphaned_at = models.DateTimeField(null=True, blank=True)
+    # SHA-256 of that definition, and the definition (with its fingerprint) an operator last
+    # enabled, or that a disabled tool last imported: a tool is offered only while the two
+    # fingerprints agree, so a server cannot change what an enabled tool says unreviewed.
+    definition_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+    pinned_definition = models.JSONField(default=dict, blank=True, editable=False)
+    pinned_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+    # Set by an import that disabled the tool (DEFINITION_CHANGED); cleared by enabling it.
+    disabled_reason = models.CharField(max_length=100, blank=True, editable=False)
+    disabled_at = models.DateTimeField(null=True, blank=True, editable=False)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -265,12 +295,25 @@ class McpTool(models.Model):
     def __str__(self) -> str:
         return self.tool_name
 
+    @property
+    def definition(self) -> dict[str, Any]:
+        """The stored definition, keyed as MCP names its parts (what the fingerprint covers)."""
+        return tool_definition(
+            self.title, self.description, self.input_schema, self.output_schema, self.remote_annotations
+        )
+
+    @property
+    def awaiting_review(self) -> bool:
+        """Its definition changed while it was enabled, and no operator has accepted the change."""
+        return self.disabled_reason == DEFINITION_CHANGED
+
 
 # Registered with this app from their own package (ARCHITECTURE.md, "Growing").
 from .authorization.models import OAuthGrantRecord, PendingAuthorization  # noqa: E402
 from .governance.models import ToolCall, ToolCallApproval, ToolCallStatus  # noqa: E402
 
 __all__ = [
+    "DEFINITION_CHANGED",
     "AuthPlacement",
     "DataClass",
     "ImportStatus",

@@ -78,7 +78,7 @@ def start_import(server: McpServer) -> ImportStart:
         return ImportStart(server.identifier, "", "failed", failure=_class_path(exc))
     if result.status == TaskResultStatus.SUCCESSFUL:
         value = result.return_value
-        report = ImportReport(**{**value, "skip_reasons": tuple(value["skip_reasons"])})
+        report = ImportReport.from_json(value)
         return ImportStart(server.identifier, str(result.id), "ran", report=report)
     if result.status == TaskResultStatus.FAILED:
         failure = result.errors[-1].exception_class_path if result.errors else "unknown error"

@@ -10,7 +10,9 @@ waits under Approvals in the admin until an operator approves it, then runs once
 Every child runs in a session of its own, so a signal meant for the demo reaches only
 this process, which then stops each child's whole process group once and cleanly:
 SIGINT (Ctrl-C), SIGTERM (a process manager, ``timeout``, or make, which passes its own
-SIGTERM on to its recipe) and SIGHUP (a closed terminal) all end with no child left.
+SIGTERM on to its recipe) and SIGHUP (a closed terminal) all end with no child left, one
+line saying so, and exit status 0 (make itself, when it was signalled too, still dies of
+the signal, but reports no failed recipe).
 
 The site's environment is written to ``var/demo.env``; ``ENV_FILE=var/demo.env`` in front
 of any ``manage.py`` command runs it against the demo (project/settings.py reads it).
@@ -48,6 +50,7 @@ POLL_SECONDS = 0.2
 OAUTH_OPERATOR = "operator"
 OAUTH_CLIENT_ID = "nr-llm-demo"
 OAUTH_RESOURCE_SERVER_CLIENT_ID = "demo-protected-mcp-server"
+STOPPED = "the site, both MCP servers and the authorization server are down, their ports free"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,12 +142,6 @@ class StopSignals:
         """A second signal must not cut the clean-up short; it is bounded by its own timeouts."""
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
-
-    def exit_as_received(self) -> None:
-        """Die of the signal that stopped us, so make and shells report it as that signal."""
-        if self.received is not None:
-            signal.signal(self.received, signal.SIG_DFL)
-            os.kill(os.getpid(), self.received)
 
 
 def _port_open(port: int) -> bool:
@@ -380,6 +377,8 @@ def _commands(config: DemoConfig, oauth: OAuthSecrets) -> list[Child]:
         sys.executable,
         "-m",
         "gunicorn",
+        "-c",
+        "python:project.gunicorn_conf",
         "project.wsgi:application",
         "--bind",
         f"127.0.0.1:{config.site_port}",
@@ -509,10 +508,12 @@ def main() -> None:
     finally:
         stop.ignore()
         _stop(children)
-    stop.exit_as_received()
     if exited is not None:
         command = shlex.join(str(part) for part in exited.args)  # type: ignore[union-attr]
         raise SystemExit(f"the demo stopped: {command} exited with {exited.returncode}")
+    # A stop asked for is a clean end: exit 0 with one line, not make's "*** [demo] Terminated".
+    name = signal.Signals(stop.received).name if stop.received is not None else "a stop signal"
+    print(f"Stopped on {name}: {STOPPED}.", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import logging
 import time
 from typing import Any
 
@@ -65,6 +66,8 @@ def main() -> None:
         help="seconds to wait for open connections (event streams) when stopping",
     )
     args = parser.parse_args()
+    # The SDK's start and stop notes would sit among the demo's banner and its "stopped" line.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     app = build_server().streamable_http_app(stateless_http=args.stateless, json_response=args.stateless)
     uvicorn.run(
         app,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from nr_llm.mcp.eras import process_cache
+from tests.e2e.chromium import ALLOW_SKIP, INSTALL_COMMAND, SKIP_MARK
 from tests.oauth_peers import oauth_peers
 from tests.tls import tls
 
@@ -38,3 +40,28 @@ def _forget_protocol_eras() -> Iterator[None]:
     process_cache().clear()
     yield
     process_cache().clear()
+
+
+def _browser_skips(reporter: Any) -> list[str]:
+    """The node ids of the browser tests skipped for want of Chromium."""
+    found = []
+    for report in reporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        if SKIP_MARK in str(reason):
+            found.append(report.nodeid)
+    return found
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After the run's last line, where it cannot be missed: the admin was not tested in a browser."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:  # -p no:terminal, or a run that never reached the reporter
+        return
+    if skipped := _browser_skips(reporter):
+        reporter.write_line(
+            f"BROWSER TESTS SKIPPED ({len(skipped)}, {ALLOW_SKIP}=1): {', '.join(skipped)}. "
+            f"The admin was not tested in a browser; install Chromium with: {INSTALL_COMMAND}",
+            red=True,
+            bold=True,
+        )

@@ -3,9 +3,12 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib import messages
 
 from nr_llm import admin_columns as columns
+from nr_llm.catalogue import ChangedDefinition, ImportReport
 from nr_llm.mcp import ConnectionReport
+from nr_llm.tasks import ImportStart
 
 NOW = datetime(2026, 5, 6, 12, 0, 0, tzinfo=UTC)
 
@@ -59,6 +62,27 @@ def test_tools_counts_enabled_total_and_orphans():
     """Tools read "enabled / total enabled", with orphans counted only when there are any."""
     assert columns.tools(2, 5, 0) == "2 / 5 enabled"
     assert columns.tools(2, 5, 1) == "2 / 5 enabled, 1 orphaned"
+
+
+def test_tools_before_a_first_import_say_so():
+    """No tools and never imported reads "0 tools (not imported yet)"; an import that found none, 0 / 0."""
+    assert columns.tools(0, 0, 0, imported=False) == "0 tools (not imported yet)"
+    assert columns.tools(0, 0, 0, imported=True) == "0 / 0 enabled"
+
+
+def test_breakable_names_break_only_after_underscores_and_hyphens():
+    """A name gets <wbr> after each "_" and "-" and nowhere else, and is escaped."""
+    assert columns.breakable("mcp_protected_admin-report") == "mcp_<wbr>protected_<wbr>admin-<wbr>report"
+    assert columns.breakable("a<b>") == "a&lt;b&gt;"
+
+
+def test_clipped_text_is_one_line_with_the_longer_text_as_its_title():
+    """Whitespace collapses; the cell clips at the limit, the title at TITLE_CHARS; both escaped."""
+    html = columns.clipped("line one\nline <two> " + "x" * 600, 20)
+    assert html.startswith('<span title="line one line &lt;two&gt; xxx')
+    assert html.endswith(">line one line &lt;two&gt;…</span>")
+    title = html.split('"')[1]
+    assert len(title.replace("&lt;", "<").replace("&gt;", ">")) == columns.TITLE_CHARS
 
 
 def test_last_import_shows_status_and_age():
@@ -129,3 +153,18 @@ def test_connection_names_the_transport_and_the_authentication():
     """One line: the transport, then the authentication in words."""
     assert columns.connection("none", "") == "Streamable HTTP, no authentication"
     assert columns.connection("header", "X-Api-Key") == "Streamable HTTP, Named header (X-Api-Key)"
+
+
+def test_the_import_message_names_each_tool_disabled_for_a_changed_definition():
+    """A run that disabled changed tools is a warning naming each tool and the parts that changed."""
+    report = ImportReport(
+        "docs", 3, 0, 0, (), changed=(ChangedDefinition("mcp_docs_search", ("description", "inputSchema")),)
+    )
+    text, level = columns.import_message(ImportStart("docs", "t1", "ran", report=report))
+    assert level == messages.WARNING
+    assert text == (
+        "Import of docs ran: 3 imported, 0 skipped, 0 orphaned. New tools start disabled: enable them one "
+        "by one under MCP tools. Disabled because their definition changed since they were enabled: "
+        "mcp_docs_search (description, input schema). Open each under MCP tools, read what changed, and "
+        "enable it again if it is still what you want."
+    )

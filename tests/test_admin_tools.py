@@ -1,14 +1,19 @@
 """The MCP tool admin: per-server list, bulk enable/disable, orphans marked, schema read-only."""
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
 
+from nr_llm import catalogue, tools
+from nr_llm.admin import DESCRIPTION_CHARS
+from nr_llm.catalogue import import_catalogue
 from nr_llm.models import McpTool
 
-from .admin_clients import csrf_checking_client, post_action, staff_client
+from .admin_clients import csrf_checking_client, messages_of, post_action, staff_client
 from .factories import McpServerFactory, McpToolFactory
+from .fakes import FakeClient, tool
 
 pytestmark = pytest.mark.django_db
 CHANGELIST = reverse("admin:nr_llm_mcptool_changelist")
@@ -131,3 +136,84 @@ def test_server_changelist_links_to_its_tools(admin_client):
     server = McpServerFactory.create()
     page = admin_client.get(reverse("admin:nr_llm_mcpserver_changelist")).content.decode()
     assert f'href="{CHANGELIST}?server__id__exact={server.pk}"' in page
+
+
+def test_the_list_shows_names_breakable_and_descriptions_clipped(admin_client):
+    """The name breaks only after "_", the description is one clipped line under it, the remote
+    name sits under the server's name."""
+    server = McpServerFactory.create(name="Docs")
+    McpToolFactory.create(
+        server=server, tool_name="mcp_docs_admin_report", remote_name="admin_report", description="d " * 100
+    )
+    McpToolFactory.create(server=server, tool_name="mcp_docs_bare", remote_name="bare", description="")
+    page = admin_client.get(CHANGELIST).content.decode()
+    assert "mcp_<wbr>docs_<wbr>admin_<wbr>report" in page
+    assert "d d d" in page and ("d " * 100).strip() not in page.split("title=")[0]
+    clipped = re.search(r'<span title="[^"]*">((?:d )+d…)</span>', page)
+    assert clipped and len(clipped.group(1)) == DESCRIPTION_CHARS
+    assert "no description" in page
+    assert 'Docs<div class="nr-llm-detail">admin_<wbr>report</div>' in page
+
+
+def _awaiting_review(server) -> McpTool:
+    """A tool an operator enabled, then disabled by an import that found its description changed."""
+    import_catalogue(server, client=FakeClient([tool("look", description="Looks things up.")]))
+    row = McpTool.objects.get(server=server)
+    catalogue.enable_tools([row.pk])
+    changed = tool("look", description="Looks things up. <b>Also</b> mails them out.", title="Look")
+    assert import_catalogue(server, client=FakeClient([changed])).changed
+    row.refresh_from_db()
+    return row
+
+
+def test_a_changed_tools_page_shows_what_changed_old_beside_new(admin_client):
+    """The page leads with the review: each changed part as enabled beside it now (escaped), and
+    nothing for the parts that did not change; the list marks the tool and says what Try needs."""
+    row = _awaiting_review(McpServerFactory.create(identifier="demo"))
+    page = admin_client.get(reverse("admin:nr_llm_mcptool_change", args=[row.pk])).content.decode()
+    table = page.index('<table class="nr-llm-review">')
+    review = page[page.index("<tbody>", table) : page.index("</table>", table)]
+    rows = re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td><td>(.*?)</td></tr>", review, re.DOTALL)
+    assert [(part, re.sub(r"<[^>]+>", "", old), re.sub(r"<[^>]+>", "", new)) for part, old, new in rows] == [
+        ("title", "empty", "Look"),
+        ("description", "Looks things up.", "Looks things up. &lt;b&gt;Also&lt;/b&gt; mails them out."),
+    ]
+    assert f"Disabled by an import on {row.disabled_at:%Y-%m-%d %H:%M}: its definition changed" in page
+    assert f'name="reviewed_fingerprint" value="{row.definition_fingerprint}"' in page
+    listing = admin_client.get(CHANGELIST + "?definition=changed").content.decode()
+    assert "DEFINITION CHANGED" in listing and ">review the change</span>" in listing
+
+
+def test_enabling_a_changed_tool_on_its_page_accepts_the_definition_read(admin_client):
+    """Ticking Enabled with the fingerprint the page showed enables it and pins the new text."""
+    row = _awaiting_review(McpServerFactory.create(identifier="demo"))
+    url = reverse("admin:nr_llm_mcptool_change", args=[row.pk])
+    admin_client.post(url, {"enabled": "on", "reviewed_fingerprint": row.definition_fingerprint})
+    row.refresh_from_db()
+    assert (row.enabled, row.disabled_reason) == (True, "")
+    assert row.pinned_definition["description"] == "Looks things up. <b>Also</b> mails them out."
+    assert row.tool_name in {spec.name for spec in tools.available()}
+
+
+def test_a_page_read_before_the_latest_import_cannot_enable_the_tool(admin_client):
+    """The definition changed again after the page was opened: the form says so, nothing changes."""
+    row = _awaiting_review(McpServerFactory.create(identifier="demo"))
+    url = reverse("admin:nr_llm_mcptool_change", args=[row.pk])
+    response = admin_client.post(url, {"enabled": "on", "reviewed_fingerprint": "0" * 64})
+    assert (
+        "An import changed this tool&#x27;s definition while the page was open" in response.content.decode()
+    )
+    row.refresh_from_db()
+    assert row.enabled is False
+
+
+def test_the_bulk_action_leaves_a_changed_tool_disabled_and_names_it(admin_client):
+    """Enable selected tools enables the others and says which must be reviewed on their page."""
+    server = McpServerFactory.create(identifier="demo")
+    row = _awaiting_review(server)
+    other = McpToolFactory.create(server=server, remote_name="other")
+    [(level, text), (warning_level, warning)] = messages_of(_act(admin_client, "enable_tools", [row, other]))
+    assert (level, text) == ("info", "1 tool(s) enabled.")
+    assert warning_level == "warning" and "mcp_demo_look. Open each to read what changed" in warning
+    row.refresh_from_db()
+    assert row.enabled is False

@@ -51,12 +51,27 @@ def test_a_tool_that_cannot_run_is_refused_with_the_reason(admin_client, tool_kw
 
 
 def test_the_changelist_offers_try_only_for_runnable_tools(admin_client):
-    """The "Try tool" link appears on an enabled tool's row and not on a disabled one's."""
+    """The "Try tool" link appears on an enabled tool's row; a disabled one's cell says what it takes."""
     runnable = McpToolFactory.create(enabled=True)
     idle = McpToolFactory.create(enabled=False)
     page = admin_client.get(reverse("admin:nr_llm_mcptool_changelist")).content.decode()
     assert _try_url(runnable) in page
     assert _try_url(idle) not in page
+    assert (
+        '<span class="nr-llm-quiet" title="it is not enabled. A tool must be enabled to try it: tick Enabled '
+        'and save.">enable it first</span>' in page
+    )
+
+
+def test_the_page_prefills_the_arguments_and_shows_the_schema_beside_them(admin_client):
+    """The box starts with the required properties (not "{}"); box and schema share one grid (side by
+    side where there is room), both before the Run's result."""
+    tool = McpToolFactory.create(enabled=True, input_schema=SCHEMA)
+    page = admin_client.get(_try_url(tool)).content.decode()
+    assert "{\n  &quot;text&quot;: &quot;&quot;\n}</textarea>" in page
+    start = page.index('<div class="nr-llm-try-grid">')
+    grid = page[start : page.index("</form>", start)]
+    assert 'id="id_arguments"' in grid and 'id="try-tool-schema"' in grid
 
 
 def test_invalid_arguments_are_shown_and_nothing_is_sent(admin_client):

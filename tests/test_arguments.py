@@ -1,6 +1,8 @@
 """Arguments are checked against the tool's stored JSON Schema before anything is sent."""
 
-from nr_llm.arguments import MAX_PROBLEMS, argument_problems
+import json
+
+from nr_llm.arguments import MAX_PROBLEMS, argument_problems, argument_template
 from nr_llm.forms import TryToolForm
 
 SCHEMA = {
@@ -64,3 +66,56 @@ def test_form_reports_schema_violations_and_accepts_valid_arguments():
     good = TryToolForm({"arguments": '{"text": "hello"}'}, schema=SCHEMA)
     assert good.is_valid()
     assert good.cleaned_data["arguments"] == {"text": "hello"}
+
+
+def test_the_template_holds_every_required_property_with_a_typed_blank():
+    """Required properties only, in the schema's order, each a blank of its type; nested objects
+    get their own required properties; a list of types takes its first non-null one."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string"},
+            "count": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "loud": {"type": "boolean"},
+            "tags": {"type": "array"},
+            "where": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+                "required": ["city"],
+            },
+            "maybe": {"type": ["null", "string"]},
+            "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "optional": {"type": "string"},
+        },
+        "required": ["text", "count", "ratio", "loud", "tags", "where", "maybe", "either"],
+    }
+    template = argument_template(schema)
+    assert template == {
+        "text": "",
+        "count": 0,
+        "ratio": 0,
+        "loud": False,
+        "tags": [],
+        "where": {"city": ""},
+        "maybe": "",
+        "either": 0,
+    }
+    assert list(template) == schema["required"]
+    assert argument_template({"type": "object"}) == {}
+
+
+def test_the_form_starts_from_the_template_in_a_box_sized_to_the_schema():
+    """The box holds the template, with a row for each optional property and one spare; "{}"
+    for a schema that requires nothing; never fewer than MIN_ROWS or more than MAX_ROWS rows."""
+    form = TryToolForm(schema=SCHEMA)
+    assert json.loads(form["arguments"].value()) == {"text": ""}
+    # '{', '"text": ""', '}' + the optional "count" + one spare.
+    assert form.fields["arguments"].widget.attrs["rows"] == 5
+    assert TryToolForm(schema={"type": "object"})["arguments"].value() == "{}"
+    assert (
+        TryToolForm(schema={"type": "object"}).fields["arguments"].widget.attrs["rows"]
+        == TryToolForm.MIN_ROWS
+    )
+    wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(40)}}
+    assert TryToolForm(schema=wide).fields["arguments"].widget.attrs["rows"] == TryToolForm.MAX_ROWS

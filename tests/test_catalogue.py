@@ -249,15 +249,15 @@ def test_the_callers_server_instance_reflects_the_outcome():
     assert (server.import_status, server.tool_count) == (ImportStatus.OK, 1)
 
 
-def test_upsert_updates_a_changed_tool_and_keeps_the_operators_enabled_choice():
-    """A changed description/schema is written; enabled stays as the operator set it."""
+def test_upsert_updates_a_changed_tool_and_keeps_a_disabled_one_disabled():
+    """A changed description/schema of a disabled tool is written, and it stays disabled (an
+    enabled one's change is held for review: tests/test_catalogue_pins.py)."""
     server = McpServerFactory.create(identifier="demo")
     import_catalogue(server, client=FakeClient([tool("echo", description="v1")]))
-    McpTool.objects.update(enabled=True)
     schema = {"type": "object", "properties": {"x": {"type": "integer"}}}
-    import_catalogue(server, client=FakeClient([tool("echo", schema, description="v2")]))
+    report = import_catalogue(server, client=FakeClient([tool("echo", schema, description="v2")]))
     row = McpTool.objects.get()
-    assert (row.description, row.input_schema, row.enabled) == ("v2", schema, True)
+    assert (row.description, row.input_schema, row.enabled, report.changed) == ("v2", schema, False, ())
 
 
 def test_a_vanished_tool_is_orphaned_never_deleted_and_keeps_when_it_first_vanished():

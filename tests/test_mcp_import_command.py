@@ -94,6 +94,7 @@ def test_json_prints_the_reports_and_still_fails_on_a_refusal():
             "orphaned": 0,
             "skip_reasons": [],
             "refused": "no URL is configured",
+            "changed": [],
             "status": "error",
             "ok": False,
         }

@@ -8,10 +8,11 @@ import io
 import json
 
 import pytest
+import requests
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from nr_llm import tools
+from nr_llm import catalogue, tools
 from nr_llm.models import McpTool
 
 from . import catalogue_peers
@@ -36,10 +37,10 @@ class Terminal(io.StringIO):
         return True
 
 
-def run(*args, stderr=None):
+def run(*args, stderr=None, **options):
     out, err = io.StringIO(), stderr or io.StringIO()
     try:
-        call_command("mcp_import", *args, stdout=out, stderr=err)
+        call_command("mcp_import", *args, stdout=out, stderr=err, **options)
     except CommandError as exc:
         return out.getvalue(), err.getvalue(), exc
     return out.getvalue(), err.getvalue(), None
@@ -106,6 +107,20 @@ def test_progress_goes_to_a_terminal(url):
     assert out == "sdk: 10 imported, 0 skipped, 0 orphaned\n"
 
 
+def test_progress_is_plain_and_only_a_refusal_is_red_on_a_colour_terminal(url):
+    """With colours, progress on stderr carries no style (Django's default there is the error
+    style, bold red); a refused server's line is in the error style, an imported one's plain."""
+    McpServerFactory.create(identifier="a_down", url=catalogue_peers.closed_port_url())
+    McpServerFactory.create(identifier="b_up", url=url)
+    out, err, error = run("--all", stderr=Terminal(), force_color=True)
+    assert error is not None
+    assert "[2/2] b_up: fetched 10 tools" in err
+    assert "\x1b[" not in err.replace("\x1b[K", "")  # only the line clearing, never a colour
+    refused, imported = out.splitlines()
+    assert refused.startswith("\x1b[31;1ma_down: refused — ") and refused.endswith("\x1b[0m")
+    assert imported == "b_up: 10 imported, 0 skipped, 0 orphaned"
+
+
 def test_no_progress_when_stderr_is_not_a_terminal(url):
     """Piped into a log, the command prints results only."""
     McpServerFactory.create(identifier="sdk", url=url)
@@ -126,6 +141,43 @@ def test_json_prints_the_reports(url):
         "orphaned": 0,
         "skip_reasons": [],
         "refused": "",
+        "changed": [],
         "status": "ok",
         "ok": True,
     }
+
+
+@pytest.fixture
+def mutable_url():
+    from tests.peers import sdk_server
+
+    with sdk_server("--stateless", "--mutable") as url:
+        yield url
+
+
+def test_a_changed_enabled_tool_is_listed_in_text_and_json(mutable_url):
+    """The server rewrites the enabled echo's description between imports: the text report names
+    it and what changed, exit 0; after it is accepted and changed again, --json lists it too."""
+    McpServerFactory.create(identifier="sdk", url=mutable_url)
+    run("sdk")
+    echo = McpTool.objects.get(remote_name="echo")
+    assert catalogue.enable_tools([echo.pk]).count == 1
+    base = mutable_url.removesuffix("/mcp")
+    requests.post(
+        f"{base}/tools/echo", json={"description": "Echo, now different."}, timeout=10
+    ).raise_for_status()
+
+    out, _, error = run("sdk")
+    assert error is None
+    assert out.splitlines() == [
+        "sdk: 5 imported, 0 skipped, 0 orphaned, 1 disabled: definition changed",
+        "  disabled until reviewed: mcp_sdk_echo (description)",
+    ]
+    echo.refresh_from_db()
+    assert catalogue.accept_definition(echo.pk, echo.definition_fingerprint) == ""
+    requests.post(f"{base}/tools/echo", json={"title": "Echo"}, timeout=10).raise_for_status()
+    out, _, error = run("sdk", "--json")
+    assert error is None
+    [report] = json.loads(out)
+    assert report["changed"] == [{"tool_name": "mcp_sdk_echo", "parts": ["title"]}]
+    assert report["status"] == "ok"

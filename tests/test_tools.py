@@ -252,6 +252,23 @@ def test_a_transport_failure_is_an_error_result_naming_the_server():
     )
 
 
+def test_an_accepted_call_that_was_cut_off_tells_the_model_the_tool_may_have_run():
+    """An 'interrupted' call (accepted by the server, its answer lost) is an error result that
+    says the tool may have run and to check before calling again, never "could not run"."""
+    _remote()
+    error = McpTransportError(
+        "interrupted",
+        "demo",
+        "MCP server 'demo' accepted the call of tool 'echo', but its answer was cut off: the "
+        "connection broke during the answer. The tool may have run; the call is not sent again.",
+        accepted=True,
+    )
+    result = tools.execute("mcp_demo_echo", {"text": "x"}, client=FakeClient(error=error))
+    assert result.is_error and result.server == "demo"
+    assert result.text.startswith("MCP server \"Demo server\" (demo) may have run 'echo'")
+    assert "check its effect before calling it again" in result.text and "could not run" not in result.text
+
+
 def test_a_remote_call_goes_under_its_servers_budget_with_the_remote_name():
     """The endpoint carries the server's operation_timeout; the remote name is what is called."""
     tool = _remote()

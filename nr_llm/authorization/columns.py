@@ -34,21 +34,23 @@ class AuthorizationState:
 
 def state(server: McpServer, record: OAuthGrantRecord | None, now: datetime) -> AuthorizationState:
     """What an operator must know: connected until when, or what is wrong and which scopes."""
+    code_grant = server.oauth_grant_type == OAuthGrantType.AUTHORIZATION_CODE
     if server.oauth_registration == OAuthRegistration.PREREGISTERED and not server.oauth_issuer:
         return AuthorizationState(NO_ISSUER, True)
     if record is not None and record.has_tokens and not _issued_for(record, server):
         # Checked here, not only when a call finds it: the edit itself sets the grant aside.
         return AuthorizationState(f"needs reconnect: {REASONS['url_changed']}", True)
-    if record is not None and record.attention_reason and record.attention_reason not in CONFIGURATION:
-        why = REASONS.get(record.attention_reason, record.attention_reason)
+    if record is not None and record.attention_reason not in ("", "not_authorized", *CONFIGURATION):
+        reason = record.attention_reason
         scopes = f" (scopes: {record.attention_scopes})" if record.attention_scopes else ""
-        return AuthorizationState(f"needs reconnect: {why}{scopes}", True)
-    if server.oauth_grant_type == OAuthGrantType.CLIENT_CREDENTIALS:
-        if record is not None and record.has_tokens:
-            return AuthorizationState("client credentials OK", False)
-        return AuthorizationState("client credentials, no token yet", False)
+        return AuthorizationState(f"needs reconnect: {REASONS.get(reason, reason)}{scopes}", True)
     if record is None or not record.has_tokens:
-        return AuthorizationState("needs reconnect: not connected yet", True)
+        # Never connected (or disconnected): nothing to reconnect yet, whatever a call found.
+        if code_grant:
+            return AuthorizationState(REASONS["not_authorized"], True)
+        return AuthorizationState("client credentials, no token yet", False)
+    if not code_grant:
+        return AuthorizationState("client credentials OK", False)
     if record.expires_at is None:
         return AuthorizationState("connected", False)
     until = f"{record.expires_at:%Y-%m-%d %H:%M} UTC"

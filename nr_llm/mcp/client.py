@@ -13,6 +13,11 @@ probes included, spends the same ``OperationDeadline``. A fresh ``requests`` ses
 operation keeps one server's session id and connection away from every other server. No
 other traffic is sent: no GET stream, no hidden ``tools/list``.
 
+Exactly once (resend.py): a request is sent again, in a new session or the other era, only
+when the server refused it in a way that proves it did not run it. Once a server accepted a
+``tools/call`` (a 2xx status line), nothing sends it again; what cannot be finished is
+``interrupted`` and says the tool may have run.
+
 The client takes no cancellation token and has no abort method (seed 000, "What this
 does not do"): the budget decides what the next leg gets and whether it is sent at all.
 """
@@ -26,7 +31,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
-from . import modern
+from . import modern, resend
 from .content import outcome_of
 from .deadline import Clock, MonotonicClock, OperationDeadline
 from .endpoint import Endpoint
@@ -72,17 +77,8 @@ _NOT_EVIDENCE = frozenset(
         # An OAuth exchange's failure says nothing about the era the server speaks.
         "authorization_required",
         "authorization_failed",
-    }
-)
-# JSON-RPC codes with which a server refuses a request before running it because it speaks
-# the other era (unknown method, missing _meta or session, header mismatch, revision).
-_OTHER_ERA_CODES = frozenset(
-    {
-        modern.METHOD_NOT_FOUND,
-        modern.INVALID_PARAMS,
-        modern.INVALID_REQUEST,
-        modern.HEADER_MISMATCH,
-        modern.UNSUPPORTED_VERSION,
+        # Accepted, then cut off: no answer to read an era from.
+        "interrupted",
     }
 )
 
@@ -223,8 +219,9 @@ class McpClient:
         opens: bool = True,
         responder: InputResponder | None = None,
     ) -> T:
-        """Run ``work`` in the origin's era; a remembered era that proves wrong is dropped
-        and the work runs once more the other way, within the same budget."""
+        """Run ``work`` in the origin's era; a remembered era that proves wrong (a refusal that
+        shows nothing ran) is dropped and the work runs once more the other way, within the
+        same budget."""
         key = cache_key(endpoint.url)
         # Looked up before the operation's clock starts: the lookup is not a leg.
         known = self.era_cache.get(key, self.clock.monotonic_ns())
@@ -362,18 +359,12 @@ def _is_era_evidence(exc: McpTransportError) -> bool:
     return not (status in (401, 403) or (status is not None and status >= 500))
 
 
-def _proves_other_era(exc: McpTransportError) -> bool:
-    """A refusal that shows the request was not run because of the era it was sent in."""
-    if exc.kind not in ("rpc_error", "status"):
-        return False  # malformed, timeouts...: the server may have run it
-    return exc.code in _OTHER_ERA_CODES or (exc.code is None and exc.http_status in (400, 404, 405))
-
-
 def _run(
     conversation: Conversation, work: Callable[[Conversation], tuple[T, int]], opens: bool
 ) -> tuple[T, int]:
-    """Open, work, end. A refusal of the opening (initialize) or of a modern request with an
-    era code is ``_WrongEra``: neither ran anything, so trying the other era is safe."""
+    """Open, work, end. A refusal of the opening (initialize) or of a modern request the way a
+    server of the other era refuses is ``_WrongEra``: neither ran anything, so trying the other
+    era is safe (resend.py decides; an accepted request is never among them)."""
     try:
         try:
             if opens:
@@ -383,7 +374,7 @@ def _run(
             conversation.end()
     except McpTransportError as exc:
         opened = isinstance(conversation, HandshakeConversation) and conversation.protocol_version is not None
-        if not opened and _proves_other_era(exc):
+        if not opened and resend.other_era(exc):
             raise _WrongEra(exc) from exc
         raise
 

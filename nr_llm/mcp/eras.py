@@ -1,8 +1,13 @@
 """Which protocol era an origin speaks, remembered per process so that steady state costs
 one POST per tool call against a 2026-07-28 server.
 
-The verdict is keyed by the endpoint URL without credentials (no userinfo, query or
-fragment), so two servers never share one and a secret in a URL never becomes a key. It is
+The verdict is keyed by the endpoint URL: scheme, host, port and path as they are, the query
+only as a keyed digest, userinfo and fragment dropped. Two servers never share a verdict, not
+even two tenants of one host told apart by their query (``?tenant=a``, ``?tenant=b``: behind one
+URL path they may be different backends), and a secret in a URL never becomes readable in a
+key: the query, where URLs carry tokens, is hashed with a key drawn at random per process (the
+cache lives no longer), so even a short secret cannot be recovered by guessing from a key that
+reached a log. It is
 kept for the server's ``ttlMs`` when the discover result gives a positive one, else for the
 installation's lifetime (``NR_LLM_MCP_ERA_CACHE_SECONDS``, passed in by the app: this
 package reads no Django setting). A verdict is only a guess about the next request: every
@@ -13,6 +18,8 @@ Each process keeps its own cache (a gunicorn worker probes once for itself).
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import threading
 import urllib.parse
 from collections import OrderedDict
@@ -29,6 +36,8 @@ MAXIMUM_ERA_CACHE_SECONDS = 86_400.0
 MAXIMUM_ORIGINS = 1024
 
 _NS = 1_000_000_000
+# The key of the query digest: random per process, like the cache it keys.
+_QUERY_KEY = secrets.token_bytes(32)
 
 
 @dataclass(frozen=True)
@@ -41,7 +50,8 @@ class Verdict:
 
 
 def cache_key(url: str) -> str:
-    """The endpoint URL without userinfo, query or fragment; scheme and host lower-cased."""
+    """The endpoint URL without userinfo or fragment, its query as a keyed digest; scheme and
+    host lower-cased."""
     parts = urllib.parse.urlsplit(url)
     host = (parts.hostname or "").lower()
     if ":" in host:
@@ -51,7 +61,11 @@ def cache_key(url: str) -> str:
     except ValueError:
         port = None
     netloc = host if port is None else f"{host}:{port}"
-    return urllib.parse.urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", "", ""))
+    query = ""
+    if parts.query:
+        digest = hashlib.blake2b(parts.query.encode(), key=_QUERY_KEY, digest_size=16).hexdigest()
+        query = f"query-digest={digest}"
+    return urllib.parse.urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", query, ""))
 
 
 def lifetime_seconds(ttl_ms: object, default_seconds: float) -> float:

@@ -22,6 +22,10 @@ Exception tree::
                invalid_tool         the tool's listed schema cannot be sent (a bad x-mcp-header);
                                     nothing was sent
                input_required       a 2026-07-28 server asked for input this call cannot give
+               interrupted          the server accepted the request (a 2xx status line), then
+                                    its answer was cut off: the connection broke, or the event
+                                    stream ended and could not be resumed; a tools/call may
+                                    have run, and is never sent again
         ChallengeError          kind = status: a 401/403 with its WWW-Authenticate
                                 challenge parsed (error, scopes, resource_metadata)
         AuthorizationError      carries ``reason`` and ``scopes``
@@ -33,6 +37,10 @@ Exception tree::
                                            does not fit, an issuer or state mismatch,
                                            an authorization server's error answer, a
                                            grant that could not be read or kept
+
+``accepted`` is the transport's one signal for resending (resend.py): True on every failure
+that came after a 2xx status line for the request's POST, whatever its kind. A JSON-RPC error
+answer is no failure of the transport (its code tells whether the request ran).
 
 Configuration errors are not in this tree: they are Django's ``ImproperlyConfigured``
 and system checks. The message always names the server's identifier and never a
@@ -59,6 +67,7 @@ ErrorKind = Literal[
     "session_expired",
     "invalid_tool",
     "input_required",
+    "interrupted",
     "authorization_required",
     "authorization_failed",
 ]
@@ -66,7 +75,9 @@ ErrorKind = Literal[
 
 class McpTransportError(Exception):
     """``http_status`` and ``code`` (the JSON-RPC error code), when the server gave them, let
-    the era negotiation tell "this server does not speak that era" from a failure."""
+    the era negotiation tell "this server does not speak that era" from a failure;
+    ``accepted`` says the server had accepted the request (a 2xx status line) before it
+    failed, so it may have run it."""
 
     def __init__(
         self,
@@ -77,6 +88,7 @@ class McpTransportError(Exception):
         http_status: int | None = None,
         code: int | None = None,
         data: Any = None,
+        accepted: bool = False,
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
@@ -84,10 +96,17 @@ class McpTransportError(Exception):
         self.http_status = http_status
         self.code = code
         self.data = data
+        # Set by the leg machine (transport.py) on a failure after a 2xx status line.
+        self.accepted = accepted
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Picklable with its kind and server, e.g. across a task queue's process boundary.
-        extra = {"http_status": self.http_status, "code": self.code, "data": self.data}
+        extra = {
+            "http_status": self.http_status,
+            "code": self.code,
+            "data": self.data,
+            "accepted": self.accepted,
+        }
         return (_rebuild, (type(self), self.kind, self.server, str(self), extra))
 
     def __repr__(self) -> str:

@@ -8,7 +8,7 @@ import logging
 from importlib import metadata
 from typing import Any
 
-from . import jsonrpc
+from . import jsonrpc, resend
 from .deadline import OperationDeadline
 from .errors import McpTransportError
 from .text import clean
@@ -78,8 +78,8 @@ class HandshakeConversation:
         try:
             reply = self._send(jsonrpc.request(self._next_id(), method, params))
         except McpTransportError as exc:
-            if exc.kind != "session_expired" or self._reopened:
-                raise
+            if self._reopened or not resend.new_session(exc):
+                raise  # among them a 404 to the resumption of an accepted request: it may have run
             # The spec: a client answered 404 for its session MUST start a new one. Once,
             # and within the same budget, so a forgetful server cannot loop us.
             self._reopened = True

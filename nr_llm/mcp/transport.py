@@ -17,6 +17,14 @@ certificates ``requests`` ships (certifi) unless a CA bundle is given; the envir
 
 For MCP, the first JSON-RPC response to our request id in a JSON body or an event stream
 is the answer; server requests and notifications before it are skipped.
+
+Exactly once: the leg machine knows whether a 2xx status line came, and marks every failure
+after it ``accepted`` (errors.py). A POST so accepted and then cut off (the connection broke,
+or its event stream ended and could not be resumed: no event id, a resumption refused with
+404 or 405, timed out, broken, or not fitting the budget) is ``interrupted``, and a tools/call's
+message says the tool may have run; resend.py lets no accepted request be sent again. Headers
+(the credential) and OAuth bodies travel sealed (sealed.py), so a failing leg's frames show no
+secret to an error reporter that records locals.
 """
 
 from __future__ import annotations
@@ -44,7 +52,8 @@ from .errors import ChallengeError, McpTransportError
 from .eventstream import EventStreamDecoder
 from .headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, HeaderFlood
 from .oauth.challenge import parse_challenge
-from .text import clean
+from .sealed import Sealed
+from .text import NAME_LIMIT, clean
 from .watchdog import POOL_CLASSES, LegWatchdog, RefusedPeer
 
 if TYPE_CHECKING:
@@ -205,55 +214,62 @@ class LegMachine:
         verify = self._verify(peer)
         started_ns = self._clock.monotonic_ns() if self._clock is not None else 0
         self.sent += 1
-        with LegWatchdog(
-            wall_seconds, allow_private_networks=self.allow_private_networks, addresses=addresses
-        ) as watchdog:
-            try:
-                response = self.session.request(
-                    method,
-                    url,
-                    data=body,
-                    headers=headers,
-                    timeout=(grant, grant),
-                    allow_redirects=False,
-                    stream=True,
-                    verify=verify,
-                )
+        accepted = False
+        try:
+            with LegWatchdog(
+                wall_seconds, allow_private_networks=self.allow_private_networks, addresses=addresses
+            ) as watchdog:
                 try:
-                    reading = Reading(response, peer, watchdog, wall_seconds, started_ns)
-                    _refuse_redirect(reading, quote_location)
-                    return read(reading)
-                finally:
-                    response.close()
-            except McpTransportError as exc:
-                if watchdog.fired:
-                    # Whatever the cut-off answer looked like, the grant ran out first.
-                    raise peer.timeout(wall_seconds) from exc
-                raise
-            except HeaderFlood:
-                raise peer.error(
-                    "too_large",
-                    f" sent a status line and headers over {MAX_HEADER_BYTES // 1024} KiB or "
-                    f"{MAX_HEADER_LINES} lines; reading stopped there.",
-                ) from None
-            except RefusedPeer:
-                to = "" if peer.what is None else f" to its {peer.what}"
-                raise McpTransportError(
-                    "refused_host",
-                    peer.server,
-                    f"MCP server {peer.server!r}: the connection{to} reached a non-public address; "
-                    "private networks are not allowed here.",
-                ) from None
-            except (
-                requests.RequestException,
-                urllib3.exceptions.HTTPError,
-                http.client.HTTPException,
-                OSError,
-            ) as exc:
-                # Not chained: the library's exception quotes the URL, and a logged
-                # traceback would show a secret in its query string. Its type is named
-                # in the message instead.
-                raise _failure(exc, peer, _host_of(url), watchdog.fired, wall_seconds) from None
+                    response = self.session.request(
+                        method,
+                        url,
+                        data=body,
+                        headers=headers,
+                        timeout=(grant, grant),
+                        allow_redirects=False,
+                        stream=True,
+                        verify=verify,
+                    )
+                    # The one signal for resending (resend.py): from here the request may have run.
+                    accepted = 200 <= response.status_code < 300
+                    try:
+                        reading = Reading(response, peer, watchdog, wall_seconds, started_ns)
+                        _refuse_redirect(reading, quote_location)
+                        return read(reading)
+                    finally:
+                        response.close()
+                except McpTransportError as exc:
+                    if watchdog.fired:
+                        # Whatever the cut-off answer looked like, the grant ran out first.
+                        raise peer.timeout(wall_seconds) from exc
+                    raise
+                except HeaderFlood:
+                    raise peer.error(
+                        "too_large",
+                        f" sent a status line and headers over {MAX_HEADER_BYTES // 1024} KiB or "
+                        f"{MAX_HEADER_LINES} lines; reading stopped there.",
+                    ) from None
+                except RefusedPeer:
+                    to = "" if peer.what is None else f" to its {peer.what}"
+                    raise McpTransportError(
+                        "refused_host",
+                        peer.server,
+                        f"MCP server {peer.server!r}: the connection{to} reached a non-public address; "
+                        "private networks are not allowed here.",
+                    ) from None
+                except (
+                    requests.RequestException,
+                    urllib3.exceptions.HTTPError,
+                    http.client.HTTPException,
+                    OSError,
+                ) as exc:
+                    # Not chained: the library's exception quotes the URL, and a logged
+                    # traceback would show a secret in its query string. Its type is named
+                    # in the message instead.
+                    raise _failure(exc, peer, _host_of(url), watchdog.fired, wall_seconds) from None
+        except McpTransportError as failed:
+            failed.accepted = failed.accepted or accepted
+            raise
 
     def _verify(self, peer: Peer) -> bool | str:
         if self.ca_bundle is None:
@@ -416,14 +432,74 @@ def default_session() -> requests.Session:
 
 
 class _EndedEarly(McpTransportError):
-    """An event stream that ended before our answer: ``malformed`` unless it can be resumed."""
+    """An event stream that ended before our answer: resumed, or ``interrupted`` (it never
+    leaves this module)."""
 
     def __init__(self, server: str, last_event_id: str | None, retry_ms: int | None) -> None:
         super().__init__(
-            "malformed", server, f"MCP server {server!r} ended its event stream without an answer."
+            "interrupted", server, f"MCP server {server!r} ended its event stream without an answer."
         )
         self.last_event_id = last_event_id
         self.retry_ms = retry_ms
+
+
+# What a failed resumption was, for the message of the ``interrupted`` it ends in.
+_RESUME_FAILURES = {
+    "deadline_exhausted": "the budget was spent",
+    "timeout": "no answer in time",
+    "unreachable": "no connection",
+    "tls": "the TLS handshake failed",
+    "redirect": "a redirect, not followed",
+    "too_large": "an answer over the size cap",
+    "content_type": "an answer that is no event stream",
+    "malformed": "a malformed answer",
+}
+
+
+def _resume_failure(failed: McpTransportError) -> str:
+    if failed.kind == "session_expired":
+        return "HTTP 404: the server no longer knows the session"
+    if failed.http_status is not None:
+        return f"HTTP {failed.http_status}"
+    return _RESUME_FAILURES.get(failed.kind, failed.kind.replace("_", " "))
+
+
+def _what(message: dict[str, Any]) -> tuple[str, str]:
+    """How a message reads in an error after acceptance, and what that means for it."""
+    method = message.get("method")
+    if method == "tools/call":
+        params = message.get("params") or {}
+        name = clean(params.get("name"), NAME_LIMIT)
+        return f"the call of tool {name!r}", " The tool may have run; the call is not sent again."
+    return f"the {clean(method, 40)} request", ""
+
+
+def _interrupted(server: str, message: dict[str, Any], detail: str) -> McpTransportError:
+    """``interrupted``: the server accepted ``message`` and its answer was cut off (``detail``)."""
+    what, meaning = _what(message)
+    return McpTransportError(
+        "interrupted",
+        server,
+        f"MCP server {server!r} accepted {what}, but its answer was cut off: {detail}.{meaning}",
+        accepted=True,
+    )
+
+
+def _after_acceptance(server: str, message: dict[str, Any], exc: McpTransportError) -> McpTransportError:
+    """A POST's failure after its 2xx status line: a broken connection is ``interrupted``; any
+    other kind stays, saying (for a tools/call) that the tool may have run."""
+    if exc.kind == "unreachable":
+        return _interrupted(server, message, "the connection broke during the answer")
+    _, meaning = _what(message)
+    return McpTransportError(
+        exc.kind,
+        server,
+        f"{exc}{meaning}",
+        http_status=exc.http_status,
+        code=exc.code,
+        data=exc.data,
+        accepted=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -480,15 +556,20 @@ class Transport:
                     deadline, "POST", message, session_id, protocol_version, extra_headers=extra_headers
                 )
             except _EndedEarly as ended:
-                return self._resume(deadline, ended, message["id"], session_id, protocol_version)
+                return self._resume(deadline, ended, message, session_id, protocol_version)
             except ChallengeError as challenge:
                 if self.authorizer is None:
                     raise
-                # A new token or a typed error; bounded by the token source (one refresh per
-                # operation, three authorizations), each exchange a leg of this deadline.
+                # A 401/403 status line refused the request before it ran (resend.refused), so
+                # it may go again: with a new token or a typed error; bounded by the token source
+                # (one refresh per operation, three authorizations), each a leg of this deadline.
                 self.auth_headers = bearer_header(
                     self.authorizer.after_challenge(challenge, self._sent_bearer())
                 )
+            except McpTransportError as exc:
+                if not exc.accepted:
+                    raise
+                raise _after_acceptance(self.server, message, exc) from exc
 
     def _sent_bearer(self) -> str | None:
         value = self.auth_headers.get("Authorization", "")
@@ -498,22 +579,29 @@ class Transport:
         self,
         deadline: OperationDeadline,
         ended: _EndedEarly,
-        request_id: int,
+        message: dict[str, Any],
         session_id: str | None,
         protocol_version: str | None,
     ) -> Reply:
-        """Resume a stream the server closed before our answer (GET with Last-Event-ID),
-        after the server's retry interval, and only while that fits in the budget."""
+        """Resume a stream the server closed before our answer (GET with Last-Event-ID), after
+        the server's retry interval, and only while that fits in the budget.
+
+        The POST was accepted, so it may have run: a resumption that cannot be made, is refused
+        (404, 405, ...), fails or ends early again is ``interrupted``, never a reason for the
+        caller to send the request again (resend.py)."""
+
+        def cut_off(why: str) -> McpTransportError:
+            return _interrupted(self.server, message, f"its event stream ended before the answer{why}")
+
         for _attempt in range(MAX_RESUMPTIONS):
             if ended.last_event_id is None or not _VISIBLE_ASCII.fullmatch(ended.last_event_id):
-                break  # the server offered no way back into the stream that a header can carry
+                # The server offered no way back into the stream that a header can carry.
+                raise cut_off(", with no event id to resume from") from ended
             wait = (ended.retry_ms or 0) / 1000
             if deadline.remaining_ns() - wait * 1e9 < MINIMUM_LEG_SECONDS * 1e9:
-                raise McpTransportError(
-                    "malformed",
-                    self.server,
-                    f"MCP server {self.server!r} closed its event stream before answering; resuming "
-                    f"after its retry interval of {wait:g} s would not fit this operation's budget.",
+                raise cut_off(
+                    f", and resuming after its retry interval of {wait:g} s would not fit this "
+                    "operation's budget"
                 ) from ended
             time.sleep(wait)
             try:
@@ -523,14 +611,15 @@ class Transport:
                     None,
                     session_id,
                     protocol_version,
-                    expect_id=request_id,
+                    expect_id=message["id"],
                     last_event_id=ended.last_event_id,
                 )
             except _EndedEarly as again:
                 again.last_event_id = again.last_event_id or ended.last_event_id
                 ended = again
-        # A plain error for the caller: the private subclass does not leave this module.
-        raise McpTransportError(ended.kind, self.server, str(ended)) from ended
+            except McpTransportError as failed:
+                raise cut_off(f", and resuming it failed ({_resume_failure(failed)})") from failed
+        raise cut_off(f", and again after each of {MAX_RESUMPTIONS} resumptions") from ended
 
     def delete_session(
         self, deadline: OperationDeadline, session_id: str, protocol_version: str | None
@@ -549,7 +638,8 @@ class Transport:
         last_event_id: str | None = None,
         extra_headers: dict[str, str] | None = None,
     ) -> Reply:
-        headers = {"Accept": "application/json, text/event-stream", "Accept-Encoding": "identity"}
+        # Sealed: the credential is among them, and a failing leg's frames keep this local.
+        headers = Sealed({"Accept": "application/json, text/event-stream", "Accept-Encoding": "identity"})
         if last_event_id is not None:
             headers["Accept"] = "text/event-stream"
             headers["Last-Event-ID"] = last_event_id
@@ -585,7 +675,10 @@ class Transport:
         )
         if issued is not None and not _VISIBLE_ASCII.fullmatch(issued):
             raise McpTransportError(
-                "malformed", self.server, f"MCP server {self.server!r} issued an invalid session id."
+                "malformed",
+                self.server,
+                f"MCP server {self.server!r} issued an invalid session id.",
+                accepted=True,  # with a 2xx answer (send returned): the request may have run
             )
         return Reply(answer=answer, session_id=issued, latency_ms=latency_ms)
 
@@ -686,13 +779,14 @@ def refuse_clear_text(endpoint: Endpoint, carries_credential: bool) -> None:
 
 
 def bearer_header(token: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"} if token else {}
+    return Sealed({"Authorization": f"Bearer {token}"} if token else {})
 
 
 def auth_headers(endpoint: Endpoint) -> dict[str, str]:
-    """The credential as a header, attached per request; fail closed when it cannot be."""
+    """The credential as a header (sealed: out of every repr), attached per request; fail
+    closed when it cannot be."""
     if not endpoint.needs_credential:
-        return {}
+        return Sealed()
     name = endpoint.identifier
     if endpoint.credential is None:
         reason = clean(endpoint.credential_problem or "no credential is configured")
@@ -701,25 +795,29 @@ def auth_headers(endpoint: Endpoint) -> dict[str, str]:
             name,
             f"MCP server {name!r} was not contacted: its credential is unavailable ({reason}).",
         )
-    # requests would quote a bad value back in its exception text: refuse it here, unquoted.
-    value = endpoint.credential
-    # Latin-1 is all http.client can put in a header; beyond it, it would raise quoting the character.
-    if (
-        not value
-        or value != value.strip()
-        or any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or ord(c) > 0xFF for c in value)
-    ):
+    # requests would quote a bad value back in its exception text: refuse it here, unquoted
+    # (and with no local of this frame holding it).
+    if not _is_header_value(endpoint.credential):
         raise McpTransportError(
             "missing_credential",
             name,
             f"MCP server {name!r} was not contacted: its credential is not a valid header value.",
         )
     if endpoint.auth_placement == "bearer":
-        return {"Authorization": f"Bearer {value}"}
+        return Sealed({"Authorization": f"Bearer {endpoint.credential}"})
     if not _TOKEN.fullmatch(endpoint.auth_header_name):
         raise McpTransportError(
             "missing_credential",
             name,
             f"MCP server {name!r} was not contacted: no valid credential header name is set.",
         )
-    return {endpoint.auth_header_name: value}
+    return Sealed({endpoint.auth_header_name: endpoint.credential})
+
+
+def _is_header_value(value: str) -> bool:
+    # Latin-1 is all http.client can put in a header; beyond it, it would raise quoting the character.
+    return (
+        bool(value)
+        and value == value.strip()
+        and not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or ord(c) > 0xFF for c in value)
+    )

@@ -34,7 +34,7 @@ from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
 from ..mcp import CallOutcome, Endpoint, McpTransportError
 from ..mcp.text import clean
-from ..models import McpTool
+from ..models import DEFINITION_CHANGED, McpTool
 from ..redaction import redact
 from .registry import LocalTool, local_tool
 from .results import ToolResult, ToolStatus
@@ -172,6 +172,12 @@ def _canonical(arguments: object) -> tuple[str, str]:
 def _refusal(row: McpTool, ceiling: str) -> tuple[str, str] | None:
     """(error kind, text) when ``row`` may not run for a caller under ``ceiling``."""
     server = row.server
+    if row.disabled_reason or row.pinned_fingerprint != row.definition_fingerprint:
+        # Changed since an operator enabled it: what a model was told about it may be stale.
+        return "definition_changed", (
+            f'tool {row.tool_name!r} of MCP server "{server.name}" is disabled: its {DEFINITION_CHANGED}, '
+            "and an operator must review the change"
+        )
     if row.orphaned:
         return (
             "orphaned",
@@ -310,6 +316,12 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
         kind, is_error = exc.kind, True
         if authorization.needs_operator(exc):
             text = authorization.unavailable_text(server, row.tool_name, exc)
+        elif exc.accepted:
+            # The server took the call: "could not run" would invite the loop to run it again.
+            text = (
+                f"{origin} may have run {row.remote_name!r}, but its answer was lost; do not assume "
+                f"it failed, and check its effect before calling it again: {exc}"
+            )
         else:
             text = f"{origin} could not run {row.remote_name!r}: {exc}"
     else:

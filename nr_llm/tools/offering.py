@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 
 from ..governance import ceiling as ceilings
 from ..mcp.schema import SchemaRefused, normalise_schema
@@ -45,14 +45,24 @@ class ToolSpec:
 
 def offered(data_class_ceiling: str | None = None) -> QuerySet[McpTool]:
     # A server whose data class was withdrawn is treated as undeclared: a caller gates on
-    # data_class, and an empty one would let its tools through every gate unjudged.
+    # data_class, and an empty one would let its tools through every gate unjudged. A tool
+    # whose definition is not the one an operator enabled is not offered, however it got
+    # enabled (catalogue.py pins definitions).
     ceiling = ceilings.resolve(data_class_ceiling)
-    return McpTool.objects.filter(
-        enabled=True,
-        orphaned=False,
-        server__enabled=True,
-        server__data_class__in=ceilings.within(ceiling),
-    ).select_related("server")
+    return (
+        McpTool.objects.filter(
+            enabled=True,
+            orphaned=False,
+            server__enabled=True,
+            server__data_class__in=ceilings.within(ceiling),
+        )
+        .filter(as_enabled())
+        .select_related("server")
+    )
+
+
+def as_enabled() -> Q:
+    return Q(disabled_reason="", pinned_fingerprint=F("definition_fingerprint"))
 
 
 def available(*, data_class_ceiling: str | None = None) -> list[ToolSpec]:

@@ -152,3 +152,42 @@ def test_a_tool_needing_more_scopes_needs_reconnect_and_the_reconnect_asks_for_t
     answered = tools.execute(report.tool_name, {})
     assert not answered.is_error, answered.text
     assert OAuthGrantRecord.objects.get(server=server).attention_reason == ""
+
+
+def test_a_missing_scope_makes_only_the_tool_that_needs_it_unavailable(oauth_peers: OAuthPeers) -> None:
+    """ "needs reconnect" after admin_report's 403 insufficient_scope is a mark, not a switch: the
+    server's other tools keep answering with the grant it has, and every enabled tool, the one that
+    failed included, is still offered to a model."""
+    server = _connected(oauth_peers)
+    import_catalogue(server)
+    McpTool.objects.filter(server=server).update(enabled=True)
+    names = {tool.remote_name: tool.tool_name for tool in McpTool.objects.filter(server=server)}
+
+    assert "is unavailable" in tools.execute(names["admin_report"], {}).text
+    assert OAuthGrantRecord.objects.get(server=server).attention_reason == "insufficient_scope"
+    echo = tools.execute(names["echo"], {"text": "still here"})
+    assert (echo.is_error, echo.text) == (False, "still here")
+    assert not tools.execute(names["whoami"], {}).is_error
+    assert {spec.name for spec in tools.available()} >= set(names.values())
+    assert OAuthGrantRecord.objects.get(server=server).attention_reason == "insufficient_scope"
+
+
+def test_a_refused_refresh_makes_every_tool_unavailable_and_each_call_asks_again(
+    oauth_peers: OAuthPeers,
+) -> None:
+    """Once the grant cannot be renewed, every tool of the server answers "unavailable", and each
+    call tries one refresh again (refused) within its own budget, until an operator connects."""
+    server = _connected(oauth_peers)
+    import_catalogue(server)
+    McpTool.objects.filter(server=server).update(enabled=True)
+    store = DatabaseGrantStore()
+    grant = store.load(server.identifier)
+    assert grant is not None
+    operator("revoker").post(f"/admin/nr_llm/mcpserver/{server.pk}/oauth/disconnect/")
+    store.save(server.identifier, dataclasses.replace(grant, expires_at=time.time() - 1))
+    for tool in McpTool.objects.filter(server=server).order_by("tool_name"):
+        before = oauth_peers.auth.token_requests("refresh_token")
+        result = tools.execute(tool.tool_name, {"text": "x"} if tool.remote_name == "echo" else {})
+        assert result.is_error and "is unavailable" in result.text, (tool.tool_name, result.text)
+        assert oauth_peers.auth.token_requests("refresh_token") == before + 1
+    assert OAuthGrantRecord.objects.get(server=server).attention_reason == "refresh_refused"

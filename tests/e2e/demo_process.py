@@ -104,6 +104,8 @@ class Demo:
     protected_mcp_port: int
     banner: str
     console: Path
+    #: The demo's home folder (HOME): where a gunicorn would put its default control socket.
+    home: Path
 
     @property
     def ports(self) -> tuple[int, ...]:
@@ -125,6 +127,20 @@ class Demo:
     def console_text(self) -> str:
         return self.console.read_text(errors="replace")
 
+    def stdout_after_banner(self, seconds: float = 10.0) -> str:
+        """What make's stdout carried after the banner, up to its end (once the tree is gone)."""
+        assert self.make.stdout is not None
+        deadline = time.monotonic() + seconds
+        text = b""
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.make.stdout], [], [], 0.2)
+            if ready:
+                chunk = os.read(self.make.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                text += chunk
+        return text.decode(errors="replace")
+
 
 def demo_env(
     var_dir: Path, site_port: int, mcp_port: int, auth_port: int, protected_mcp_port: int
@@ -134,7 +150,11 @@ def demo_env(
         for name, value in os.environ.items()
         if name not in NOT_PASSED_ON and not name.startswith(("MAKE", "MFLAGS", "PYTEST"))
     }
+    # A home of its own, and no runtime folder: what the demo leaves in a home is seen, and
+    # the tester's own home is left alone.
+    env.pop("XDG_RUNTIME_DIR", None)
     env.update(
+        HOME=str(var_dir / "home"),
         DEMO_VAR_DIR=str(var_dir),
         DEMO_SITE_PORT=str(site_port),
         DEMO_MCP_PORT=str(mcp_port),
@@ -174,6 +194,7 @@ def running_demo(var_dir: Path, ports: tuple[int, ...] | None = None) -> Iterato
     tree afterwards whatever the test did; on ``ports`` (a Demo's, to run it again) or free ones."""
     site_port, mcp_port, auth_port, protected_mcp_port = ports or free_ports(4)
     console = var_dir / f"console-{site_port}.log"
+    (var_dir / "home").mkdir(exist_ok=True)
     with console.open("wb") as sink:
         make = subprocess.Popen(
             ["make", "--no-print-directory", "demo", *_this_venv()],
@@ -186,7 +207,9 @@ def running_demo(var_dir: Path, ports: tuple[int, ...] | None = None) -> Iterato
     seen: list[Proc] = []
     try:
         banner = _read_banner(make, console)
-        demo = Demo(make, site_port, mcp_port, auth_port, protected_mcp_port, banner, console)
+        demo = Demo(
+            make, site_port, mcp_port, auth_port, protected_mcp_port, banner, console, var_dir / "home"
+        )
         seen = demo.tree()
         yield demo
     finally:

@@ -116,7 +116,7 @@ class Gate:
 
 def changelist_imports(client) -> dict[str, str]:
     """Each server's import as the changelist shows it: queued, running, stalled or "result: <status>"."""
-    page = client.get(CHANGELIST).content.decode()
+    page = client.get(CHANGELIST).content.decode().replace("<wbr>", "")
     shown = {}
     for row in re.findall(r"<tr>.*?</tr>", page, flags=re.DOTALL):
         identifier = re.search(

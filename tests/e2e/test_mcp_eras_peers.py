@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -122,3 +123,23 @@ def test_two_servers_of_different_eras_keep_their_own_verdicts() -> None:
         old_seen = [row["method"] for row in _requests(old)]
     assert modern_seen == ["server/discover", "tools/call", "tools/call", "tools/call"]
     assert old_seen == ["server/discover"] + ["initialize", "notifications/initialized", "tools/call"] * 3
+
+
+def test_two_tenants_behind_one_url_path_keep_their_own_verdicts() -> None:
+    """``?tenant=a`` is served by a 2026-07-28 backend and ``?tenant=b`` by an old one, behind
+    one path (issue 18, finding 11): each query probes for itself and keeps its own era, so the
+    old tenant gets the handshake, never the modern tenant's verdict."""
+    with running([sys.executable, "-m", "tests.peers.adversarial"]) as port:
+        base = f"http://127.0.0.1:{port}/tenant/0/mcp"
+        client = _client()
+        for _ in range(2):
+            for tenant in ("a", "b"):
+                assert client.call_tool(_endpoint(f"{base}?tenant={tenant}", tenant), "echo").text == "done"
+        rows = requests.get(f"http://127.0.0.1:{port}/seen", timeout=10).json()
+    seen = {
+        tenant: [row["method"] for row in rows if row["path"].endswith(f"?tenant={tenant}")]
+        for tenant in "ab"
+    }
+    assert seen["a"] == ["POST server/discover", "POST tools/call", "POST tools/call"]
+    handshake = ["POST initialize", "POST notifications/initialized", "POST tools/call"]
+    assert seen["b"] == ["POST server/discover", *handshake, *handshake]

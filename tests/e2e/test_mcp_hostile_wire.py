@@ -70,7 +70,8 @@ def _all_seen(base_url: str) -> list[dict[str, str]]:
 
 
 def _expected_kind(shape: str) -> str | None:
-    """The kind a shape must end in on a leg before DELETE; None: any kind will do."""
+    """The kind a shape must end in on a leg before DELETE; None: any kind will do. On the
+    resumption GET it is the cause of ``interrupted``: the POST before it was accepted."""
     if shape in REDIRECTS:
         return "redirect"
     if shape in TOO_LARGE:
@@ -121,6 +122,11 @@ def test_only_typed_errors_leave_the_client_whatever_a_leg_is_answered(base_url:
             assert SECRET not in str(failed)
             if leg == "delete":
                 assert failed is None, (operation, str(failed))
+            elif leg == "resume" and isinstance(failed, McpTransportError):
+                # Whatever answered the GET, the accepted request ends interrupted, never resent.
+                assert failed.kind == "interrupted" and failed.accepted, (operation, str(failed))
+                cause = failed.__cause__
+                assert expected is None or (isinstance(cause, McpTransportError) and cause.kind == expected)
             elif expected is not None and isinstance(failed, McpTransportError):
                 assert failed.kind == expected, (operation, leg, str(failed))
             elif expected is not None:
@@ -133,10 +139,15 @@ def test_only_typed_errors_leave_the_client_whatever_a_leg_is_answered(base_url:
 @pytest.mark.parametrize("shape", ["303-keep-alive", "307-promised-body"])
 def test_a_redirect_answer_drops_its_connection(base_url: str, shape: str, leg: str) -> None:
     """A 3xx the server means to keep its connection open after (a complete small body, or a
-    promised body it never sends) is 'redirect', and the session-ending DELETE comes on a
-    new connection: nothing more is sent on the redirect's."""
+    promised body it never sends) is 'redirect' (on the resumption GET, the cause of
+    'interrupted'), and the session-ending DELETE comes on a new connection: nothing more is
+    sent on the redirect's."""
     scenario = f"leg/{leg}/{shape}/reuse"
-    assert _failure(base_url, scenario).kind == "redirect"
+    failure = _failure(base_url, scenario)
+    if leg == "resume":
+        assert failure.kind == "interrupted" and isinstance(failure.__cause__, McpTransportError)
+        failure = failure.__cause__
+    assert failure.kind == "redirect"
     rows = _seen(base_url, scenario)
     deletes = [row for row in rows if row["method"] == "DELETE"]
     assert len(deletes) == 1 and deletes[0]["carried"] == "1"
@@ -168,7 +179,8 @@ def test_a_hostile_answer_costs_the_client_under_8_mib(peaks, shape: str, leg: s
     within budget + 1 s, and the client's peak resident memory grows by under 8 MiB,
     measured in a fresh client process (client_peak.py), the server in another."""
     result = peaks[f"leg/{leg}/{shape}/peak"]
-    assert result["outcome"] == ("ok" if leg == "delete" else f"error:{_expected_kind(shape)}")
+    kind = "interrupted" if leg == "resume" else _expected_kind(shape)
+    assert result["outcome"] == ("ok" if leg == "delete" else f"error:{kind}")
     assert result["seconds"] < BUDGET + 1
     assert result["growth_kib"] < 8 * 1024
 
@@ -188,9 +200,9 @@ def test_a_gzip_bomb_is_stopped_at_the_cap_without_inflating_it(base_url: str) -
 
 def test_an_event_id_no_header_can_carry_is_not_resumed(base_url: str) -> None:
     """A stream closed early whose event id is not ASCII cannot be resumed (Last-Event-ID
-    could not carry it): 'malformed', never a UnicodeEncodeError from http.client."""
+    could not carry it): 'interrupted', never a UnicodeEncodeError from http.client."""
     error = _failure(base_url, "drop-unicode/0")
-    assert error.kind == "malformed" and "event stream" in str(error)
+    assert error.kind == "interrupted" and "event stream" in str(error) and "no event id" in str(error)
 
 
 def test_a_hanging_delete_keeps_the_answer_and_the_bound(base_url: str) -> None:

@@ -115,12 +115,12 @@ def test_a_stream_closed_early_is_resumed_with_last_event_id(base_url: str) -> N
 
 
 def test_resumption_that_would_not_fit_the_budget_is_not_attempted(base_url: str) -> None:
-    """A retry interval of 10 s in a 2 s budget: malformed at once, no GET, no waiting it out."""
+    """A retry interval of 10 s in a 2 s budget: interrupted at once, no GET, no waiting it out."""
     import requests
 
     before = len(requests.get(f"{base_url}/seen", timeout=10).json())
     elapsed, error = _timed(lambda: CLIENT.call_tool(_endpoint(base_url, "drop/10"), "echo"))
-    assert error.kind == "malformed" and "would not fit" in str(error)
+    assert error.kind == "interrupted" and "would not fit" in str(error)
     assert elapsed < 1
     assert len(requests.get(f"{base_url}/seen", timeout=10).json()) == before
 

@@ -20,7 +20,7 @@ from nr_llm.authorization.store import DatabaseGrantStore
 from nr_llm.mcp.oauth import Grant
 from nr_llm.models import McpServer, McpTool
 from tests.e2e.chromium import chromium_page
-from tests.e2e.test_admin_browser import HEIGHT, WIDTH, _assert_changelist_fits, _run_action
+from tests.e2e.test_admin_browser import HEIGHT, WIDTH, _assert_changelist_fits, _on_screen, _run_action
 from tests.oauth_peers import OAuthPeers, mcp_request, start_oauth_peers
 from tests.peers import ROOT
 
@@ -152,14 +152,25 @@ def test_operator_connects_sees_connected_in_the_changelist_and_disconnects(
     # Not connected yet: flagged, and found by the "needs attention" filter.
     page.goto(f"{live_server.url}/admin/nr_llm/mcpserver/?authorization=attention")
     cell = page.locator("tr:has-text('Protected peer') td.field-contact_column")
-    assert "needs reconnect: not connected yet" in cell.inner_text()
+    assert "OAuth 2.1: not connected yet" in cell.inner_text()
+    assert "needs reconnect" not in cell.inner_text()
     _assert_changelist_fits(page)
 
+    # The server's page at 1280x800: its state and Connect at the top, no scrolling; no
+    # Disconnect before there is a connection; none of the other authentications' fields.
     page.goto(f"{live_server.url}/admin/nr_llm/mcpserver/{server.pk}/change/")
-    assert (
-        f"{live_server.url}/admin/nr_llm/mcpserver/oauth/callback/"
-        in page.locator(".field-oauth_status").inner_text()
-    )
+    status = page.locator(".field-oauth_status .readonly").inner_text()
+    assert status.startswith("not connected yet"), status
+    assert f"{live_server.url}/admin/nr_llm/mcpserver/oauth/callback/" in status
+    page.wait_for_load_state("load")  # the page's script has chosen the fields to show
+    assert _on_screen(page, ".field-oauth_status button[formaction$='/oauth/connect/']")
+    assert page.get_by_role("button", name="Disconnect").count() == 0
+    for button in ("Test connection", "Import catalogue"):
+        assert page.get_by_role("button", name=button).is_visible(), button
+    for field in ("#id_new_credential", "#id_auth_header_name", "#id_credential_env"):
+        assert not page.locator(field).is_visible(), field
+    assert page.locator("#id_oauth_registration").is_visible()
+    page.screenshot(path=str(DOCS_IMG / "admin-oauth-server-page.png"))
     _connect(page, live_server, oauth_peers)
     page.screenshot(path=str(ARTIFACTS / "admin-oauth-connected.png"), full_page=True)
     # The message and the OAuth section, for the operator guide.
@@ -232,4 +243,4 @@ def test_operator_tries_a_protected_tool_and_after_expiry_the_next_try_refreshes
     assert "OAuth 2.1: connected until" in still and "needs reconnect" not in still, still
 
     _disconnect(page, live_server, server)
-    assert "needs reconnect: not connected yet" in _contact_cell(page, live_server)
+    assert "OAuth 2.1: not connected yet" in _contact_cell(page, live_server)

@@ -77,11 +77,13 @@ def test_an_html_page_is_content_type(mock, clock) -> None:
     assert error.kind == "content_type" and "text/html" in str(error)
 
 
-def test_an_event_stream_without_an_answer_is_malformed(mock, clock) -> None:
-    """A stream that carries only a notification and ends is kind 'malformed', as a plain
-    McpTransportError (picklable, no private subclass)."""
+def test_an_event_stream_without_an_answer_is_interrupted(mock, clock) -> None:
+    """A stream that carries only a notification and ends (no event id to resume from) is kind
+    'interrupted', accepted, saying the tool may have run, as a plain McpTransportError
+    (picklable, no private subclass)."""
     error = _call(mock, clock, (200, SSE, _sse({"jsonrpc": "2.0", "method": "notifications/message"})))
-    assert error.kind == "malformed" and "event stream" in str(error)
+    assert error.kind == "interrupted" and error.accepted
+    assert "event stream ended before the answer" in str(error) and "may have run" in str(error)
     assert type(error) is McpTransportError
 
 

@@ -380,3 +380,21 @@ def test_a_refusal_that_is_not_about_the_era_is_not_sent_again(mock, clock, no_v
         _client(clock).call_tool(_endpoint(), "echo")
     assert caught.value.code == -32602
     assert server.methods == ["tools/call", "server/discover"]
+
+
+def test_a_probe_cut_off_after_acceptance_is_no_verdict(mock, clock, no_verdict) -> None:
+    """server/discover answered 200 with an event stream that ends before the answer: the probe
+    is 'interrupted', which says nothing about the era: no handshake follows, nothing is
+    remembered, and the call is never sent."""
+    stream = (
+        "event: message\ndata: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/message"}) + "\n\n"
+    )
+    server = ScriptedServer(
+        clock, overrides={"server/discover": (200, {"Content-Type": "text/event-stream"}, stream)}
+    )
+    server.install(mock)
+    with pytest.raises(McpTransportError) as caught:
+        _client(clock).call_tool(_endpoint(), "echo")
+    assert caught.value.kind == "interrupted" and caught.value.accepted
+    assert server.methods == ["server/discover"]
+    assert no_verdict.get(KEY, clock.now_ns) is None

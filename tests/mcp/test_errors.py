@@ -19,3 +19,9 @@ def test_repr_names_kind_and_server() -> None:
     assert repr(McpTransportError("status", "demo", "x")) == (
         "McpTransportError(kind='status', server='demo', message='x')"
     )
+
+
+def test_accepted_survives_pickling() -> None:
+    """Whether the server had accepted the request crosses a process boundary too."""
+    error = McpTransportError("interrupted", "demo", "cut off", accepted=True)
+    assert pickle.loads(pickle.dumps(error)).accepted is True

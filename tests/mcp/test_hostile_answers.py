@@ -55,10 +55,10 @@ def test_a_protocol_version_that_is_no_string_is_malformed(mock, clock, version:
 )
 def test_an_absurd_retry_interval_is_refused_as_not_fitting(mock, clock, retry: str) -> None:
     """An event stream closed early whose ``retry`` is thousands of digits long ends in
-    'malformed' (resuming would not fit the budget), not ValueError or OverflowError."""
+    'interrupted' (resuming would not fit the budget), not ValueError or OverflowError."""
     stream = f"id: ev-1\nretry: {retry}\ndata:\n\n"
     error = _failure(mock, clock, "tools/call", (200, SSE, stream))
-    assert error.kind == "malformed" and "would not fit" in str(error)
+    assert error.kind == "interrupted" and "would not fit" in str(error)
 
 
 @pytest.mark.parametrize("retry", ["\u00b2", "\u0663", "1e3", "-5"])
@@ -101,14 +101,17 @@ def test_a_hostile_json_body_is_malformed(mock, clock, body: bytes) -> None:
     assert _failure(mock, clock, "tools/call", (200, JSON, body)).kind == "malformed"
 
 
-@pytest.mark.parametrize(
-    "stream",
-    ["event: message\n\n: keep-alive\n\n", "data: \x00\n\n", "data: not json\n\n"],
-    ids=["no-data", "nul-data", "not-json"],
-)
+@pytest.mark.parametrize("stream", ["data: \x00\n\n", "data: not json\n\n"], ids=["nul-data", "not-json"])
 def test_a_hostile_event_stream_is_malformed(mock, clock, stream: str) -> None:
-    """An event stream with no data, NUL data or non-JSON data is 'malformed'."""
+    """An event stream with NUL data or non-JSON data is 'malformed'."""
     assert _failure(mock, clock, "tools/call", (200, SSE, stream)).kind == "malformed"
+
+
+def test_an_event_stream_of_no_data_that_ends_is_interrupted(mock, clock) -> None:
+    """An event stream of empty events and comments that ends without an answer (and without an
+    event id) is 'interrupted': the call was accepted and may have run."""
+    error = _failure(mock, clock, "tools/call", (200, SSE, "event: message\n\n: keep-alive\n\n"))
+    assert error.kind == "interrupted" and "no event id" in str(error)
 
 
 def test_server_name_and_version_that_are_no_strings_are_rendered_clean(mock, clock) -> None:
@@ -146,7 +149,8 @@ def test_a_hostile_content_type_is_cleaned_and_clipped(mock, clock) -> None:
     error = _failure(mock, clock, "tools/call", (200, {"Content-Type": "text/\x07" + "h" * 5000}, "<html>"))
     message = str(error)
     assert error.kind == "content_type" and "\x07" not in message
-    assert len(message) < 200 and "text/hhh" in message
+    # The media type clipped to 60 characters; the rest says the accepted call may have run.
+    assert len(message) < 220 and "text/hhh" in message and "may have run" in message
 
 
 def test_an_rpc_error_message_is_clipped_to_two_hundred_characters(mock, clock) -> None:

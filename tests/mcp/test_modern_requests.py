@@ -200,12 +200,20 @@ def test_a_result_without_result_type_is_complete(mock, clock, era_cache) -> Non
     assert server.methods == ["server/discover", "tools/call"]
 
 
-def test_the_cache_key_drops_credentials_query_and_fragment() -> None:
-    """Userinfo, query and fragment never become part of the key; host case does not matter."""
-    assert (
-        cache_key("https://user:pw@MCP.example.com:8443/mcp?key=secret#x")
-        == "https://mcp.example.com:8443/mcp"
+def test_the_cache_key_keeps_the_query_only_as_a_digest() -> None:
+    """Userinfo and fragment never become part of the key; the query does, as a keyed digest:
+    two tenants' queries are two keys, one query is one key, and no part of it is readable
+    (issue 18, finding 11); host case does not matter."""
+    keyed = cache_key("https://user:pw@MCP.example.com:8443/mcp?key=S3CRET-tok#x")
+    assert keyed.startswith("https://mcp.example.com:8443/mcp?query-digest=")
+    assert "S3CRET" not in keyed and "key=" not in keyed and "user" not in keyed and "pw" not in keyed
+    assert keyed == cache_key("https://mcp.example.com:8443/mcp?key=S3CRET-tok")
+    tenant_a, tenant_b = (
+        cache_key("https://h.example/mcp?tenant=a"),
+        cache_key("https://h.example/mcp?tenant=b"),
     )
+    assert tenant_a != tenant_b and "tenant" not in tenant_a + tenant_b
+    assert cache_key("https://h.example/mcp") == "https://h.example/mcp"
     assert cache_key("http://[::1]:9/mcp") == "http://[::1]:9/mcp"
     assert cache_key("https://a.example") != cache_key("https://b.example")
 

@@ -1,9 +1,10 @@
 """Gunicorn on an OS-chosen port that announces ``PORT <n>`` (tests.peers.running)."""
 
+from project.gunicorn_conf import *  # noqa: F403 - the settings every gunicorn here shares
+
 bind = ["127.0.0.1:0"]
 workers = 1
 accesslog = None
-loglevel = "warning"
 graceful_timeout = 5
 
 

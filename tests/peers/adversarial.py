@@ -35,6 +35,21 @@
     slow-discover/S   a 2026-07-28 server whose server/discover answers after S seconds
     trickle-discover/S  server/discover: headers, then one body byte every S seconds
     modern-slow-work/S  a 2026-07-28 server (discover at once) whose tools/call answers after S s
+    once/ERA/SHAPE    exactly once: every tools/call the server runs is noted (``ran`` in
+                      ``GET /seen``), then answered by SHAPE. ERA ``handshake`` is an old
+                      server with sessions; ``modern`` answers the FIRST server/discover of its
+                      path as a 2026-07-28 server and every later one as an old server (mixed
+                      backends in a rolling deploy), and speaks the handshake too. SHAPE:
+                      ``resume-404``, ``resume-405``, ``resume-stall``, ``resume-broken`` (the
+                      stream closes after an event id; the resumption GET is answered 404, 405,
+                      never, or 200 cut off mid-body), ``no-id`` (the stream closes, no event
+                      id), ``broken-body`` (200 JSON cut off mid-body), ``unanswered`` (the
+                      connection closes with no status line); ``refuse-32601``,
+                      ``refuse-32022``, ``refuse-400`` refuse a 2026-era tools/call before
+                      running it (200 with -32601, 400 with -32022, a bare 400) and run a
+                      handshake-era one. Further segments before ``mcp`` are free (a test's tag)
+    tenant/0          answers server/discover as a 2026-07-28 server only for ``?tenant=a``;
+                      every other query gets an old server
 
 Every other scenario answers server/discover like an old server that answers everything:
 a result listing no revision.
@@ -74,6 +89,8 @@ from typing import Any
 from tests.peers.hostile_wire import HOLD, KEEP, answer, disposition
 
 LIMIT_SECONDS = 60.0
+# The once/modern paths whose server/discover was answered as a 2026-07-28 server already.
+DISCOVERED: set[str] = set()
 MODERN_SCENARIOS = frozenset({"slow-discover", "trickle-discover", "modern-slow-work"})
 PAGES = 50
 SEEN: list[dict[str, str | None]] = []
@@ -111,6 +128,9 @@ class Handler(BaseHTTPRequestHandler):
         self._remember("GET")
         if self._hostile("resume"):
             return
+        if self.path.startswith("/once/") and self.headers.get("Last-Event-ID"):
+            self._once_resume(self.path.split("/")[3])
+            return
         resumed = self.headers.get("Last-Event-ID", "")
         if self.path.startswith("/drop/") and resumed.startswith("call-"):
             body = {"id": int(resumed.removeprefix("call-"))}
@@ -120,7 +140,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send(405, b"", "text/plain")
 
     def _remember(self, method: str) -> None:
-        if self.path.startswith(("/record/", "/leg/")) or method == "GET":
+        if self.path.startswith(("/record/", "/leg/", "/once/", "/tenant/")) or method == "GET":
             names = ("Mcp-Session-Id", "Authorization", "X-Api-Key", "Last-Event-ID", "MCP-Protocol-Version")
             headers = {name: self.headers.get(name) for name in names}
             SEEN.append({"method": method, "path": self.path, "carried": str(self.carried), **headers})
@@ -156,12 +176,18 @@ class Handler(BaseHTTPRequestHandler):
         if method == "server/discover" and scenario in MODERN_SCENARIOS:
             self._discover(body, scenario, seconds)
             return
+        if method == "server/discover" and self._speaks_modern(scenario, parts):
+            self._discover(body, scenario, seconds)
+            return
+        if method == "tools/call" and scenario == "once":
+            self._once_call(body, parts[2])
+            return
         if method == "tools/call" and scenario == "modern-slow-work":
             time.sleep(min(seconds, LIMIT_SECONDS))
         if method == "initialize":
             if scenario in ("slow-init", "late-stuck"):
                 time.sleep(min(seconds, LIMIT_SECONDS))
-            if scenario in ("record", "slow-delete", "leg"):
+            if scenario in ("record", "slow-delete", "leg", "once"):
                 self.session_header = f"{self.server.server_address[1]}-{next(SESSIONS)}"  # type: ignore[index]
             self._result(
                 body,
@@ -177,6 +203,58 @@ class Handler(BaseHTTPRequestHandler):
             self._call(body, scenario, seconds)
         else:
             self._result(body, {})
+
+    def _speaks_modern(self, scenario: str, parts: list[str]) -> bool:
+        if scenario == "tenant":
+            return "tenant=a" in self.path.partition("?")[2].split("&")
+        if scenario != "once" or parts[1] != "modern" or self.path in DISCOVERED:
+            return False
+        DISCOVERED.add(self.path)
+        return True
+
+    def _once_call(self, body: dict[str, Any], shape: str) -> None:
+        """A tools/call of once/ERA/SHAPE: refused before running, or run (noted) and answered by SHAPE."""
+        params = body.get("params") or {}
+        modern = "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {})
+        if modern and shape.startswith("refuse-"):
+            SEEN.append({"method": "refused", "path": self.path})
+            if shape == "refuse-400":
+                self._send(400, b"Bad Request: Missing session ID", "text/plain")
+                return
+            code, status = (-32601, 200) if shape == "refuse-32601" else (-32022, 400)
+            error = {"code": code, "message": "no", "data": {"supported": ["2025-11-25"]}}
+            self._send(
+                status,
+                json.dumps({"jsonrpc": "2.0", "id": body["id"], "error": error}).encode(),
+                "application/json",
+            )
+            return
+        SEEN.append({"method": "ran", "path": self.path})
+        answer = _encode(body, {"content": [{"type": "text", "text": "done"}]})
+        if shape.startswith("resume-"):
+            self._head(200, "text/event-stream", None)
+            self._write(f"id: call-{body['id']}\nretry: 0\ndata:\n\n".encode())
+        elif shape == "no-id":
+            self._head(200, "text/event-stream", None)
+            self._write(b": the answer never comes\n\n")
+        elif shape == "broken-body":
+            self._head(200, "application/json", len(answer))
+            self._write(answer[: len(answer) // 2])
+            self.close_connection = True
+        elif shape == "unanswered":
+            self.close_connection = True  # not a byte of an answer: no status line at all
+        else:
+            self._send(200, answer, "application/json")
+
+    def _once_resume(self, shape: str) -> None:
+        if shape in ("resume-404", "resume-405"):
+            self._send(int(shape.removeprefix("resume-")), b"", "text/plain")
+        elif shape == "resume-stall":
+            time.sleep(LIMIT_SECONDS)
+        else:  # resume-broken: a stream promising more than it sends
+            self._head(200, "text/event-stream", 4096)
+            self._write(b": resumed, then cut\n\n")
+            self.close_connection = True
 
     def _discover(self, body: dict[str, Any], scenario: str, seconds: float) -> None:
         result = {

@@ -18,8 +18,17 @@ import argparse
 import json
 import os
 import socket
+from collections.abc import Container
 from pathlib import Path
 from typing import Any
+
+
+def shared_settings(known: Container[str]) -> dict[str, Any]:
+    """project/gunicorn_conf.py's settings this gunicorn knows, as its config-file loader reads
+    them: one an older gunicorn lacks (the control socket's, before 25.1) is skipped."""
+    from project import gunicorn_conf
+
+    return {key: value for key, value in vars(gunicorn_conf).items() if key in known}
 
 
 def _noting_sni(log: Path) -> Any:
@@ -54,13 +63,12 @@ def _serve(sock: socket.socket, threads: int, tls: dict[str, Any]) -> None:
                 "worker_class": "gthread",
                 "threads": threads,
                 "accesslog": None,
-                "loglevel": "warning",
                 "graceful_timeout": 3,
                 "timeout": 60,
                 "proc_name": "oauth-peer",
                 **tls,
             }
-            for key, value in options.items():
+            for key, value in {**options, **shared_settings(self.cfg.settings)}.items():
                 self.cfg.set(key, value)
 
         def load(self) -> Any:

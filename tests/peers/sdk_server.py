@@ -1,7 +1,7 @@
 """The official Python MCP SDK server as a test peer.
 
 ``python -m tests.peers.sdk_server [--stateless] [--extra-tools N] [--page-size P]
-[--name NAME] [--server-version V] [--modern-only | --no-discover] [--gate]``: the demo tools
+[--name NAME] [--server-version V] [--modern-only | --no-discover] [--gate] [--mutable]``: the demo tools
 (echo, add, slow, pixel, fail) plus N generated tools, paged by P per ``tools/list`` page when
 P is given. Binds 127.0.0.1 on an OS-chosen port and prints ``PORT <n>``.
 
@@ -16,6 +16,10 @@ Every HTTP request to ``/mcp`` is logged (method and JSON-RPC method) and served
 ClientHello asked for (SNI, ``null`` for none) are served as JSON by ``GET /sni``.
 ``--allow-host NAME`` (repeatable) lets requests for ``NAME:<port>`` past the SDK's DNS
 rebinding protection, which otherwise admits only 127.0.0.1, localhost and [::1].
+
+``--mutable`` lets a test change a tool between two imports, as a server's owner would:
+``POST /tools/<name>`` with a JSON object of ``description`` and/or ``title`` replaces them, and
+every later ``tools/list`` advertises the new text.
 
 ``--gate`` holds every ``tools/list`` answer until the test lets one through, so a test can
 see an import while it runs: ``GET /gate`` answers ``{"requests": MCP requests received,
@@ -211,6 +215,31 @@ def _gated(server: Any, app: Any) -> Any:
     return control
 
 
+def _mutable(server: Any, app: Any) -> Any:
+    """``app`` plus ``POST /tools/<name>``, which rewrites that tool's description or title."""
+
+    async def control(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/tools/") and scope["method"] == "POST":
+            tool = server._tool_manager.get_tool(scope["path"][len("/tools/") :])
+            body = b""
+            more = True
+            while more:
+                message = await receive()
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+            if tool is None:
+                await _json(send, 404, {"error": "no such tool"})
+                return
+            for key, value in json.loads(body).items():
+                if key in ("description", "title"):
+                    setattr(tool, key, value)
+            await _json(send, 200, {"description": tool.description, "title": tool.title})
+            return
+        await app(scope, receive, send)
+
+    return control
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stateless", action="store_true")
@@ -225,6 +254,7 @@ def main() -> None:
     parser.add_argument("--certfile")
     parser.add_argument("--keyfile")
     parser.add_argument("--allow-host", action="append", default=[])
+    parser.add_argument("--mutable", action="store_true")
     args = parser.parse_args()
 
     import logging
@@ -253,6 +283,8 @@ def main() -> None:
         )
     if args.gate:
         app = _gated(server, app)
+    if args.mutable:
+        app = _mutable(server, app)
     app = _logged(app, refuse_discover=args.no_discover)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

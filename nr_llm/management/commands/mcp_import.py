@@ -35,7 +35,8 @@ class Command(BaseCommand):
         if options["all"]:
             servers = list(McpServer.objects.filter(enabled=True).order_by("identifier"))
             if not servers:
-                self.stderr.write(self.style.WARNING("no enabled MCP server: nothing to import"))
+                warning = self.style.WARNING("no enabled MCP server: nothing to import")
+                self.stderr.write(warning, style_func=_plain)
                 if options["json"]:
                     self.stdout.write("[]")
                 return
@@ -77,7 +78,7 @@ class Command(BaseCommand):
             )
         finally:
             if progress:
-                self.stderr.write("\r\033[K", ending="")
+                self.stderr.write("\r\033[K", ending="", style_func=_plain)
 
     def _progress(self, position: int, total: int) -> Any:
         def show(event: ImportProgress) -> None:
@@ -87,19 +88,32 @@ class Command(BaseCommand):
                 "walked": f"fetched {event.tools} tools",
                 "reconciled": f"{event.tools} tools reconciled",
             }[event.stage]
-            self.stderr.write(f"\r\033[K[{position}/{total}] {event.identifier}: {what}", ending="")
+            self.stderr.write(
+                f"\r\033[K[{position}/{total}] {event.identifier}: {what}", ending="", style_func=_plain
+            )
             self.stderr.flush()
 
         return show
 
     def _print(self, report: ImportReport) -> None:
         if not report.ok:
-            self.stdout.write(f"{report.identifier}: refused — {report.refused}")
+            # Styled before the line ends, so the colour stops on this line.
+            self.stdout.write(self.style.ERROR(f"{report.identifier}: refused — {report.refused}"))
             return
         counts = f"{report.imported} imported, {report.skipped} skipped, {report.orphaned} orphaned"
+        if report.changed:
+            counts += f", {len(report.changed)} disabled: definition changed"
         self.stdout.write(f"{report.identifier}: {counts}")
         for reason in report.skip_reasons:
             self.stdout.write(f"  skipped: {reason}")
+        for changed in report.changed:
+            # Styled before the line ends, so the colour stops on this line.
+            self.stdout.write(self.style.WARNING(f"  disabled until reviewed: {changed}"))
+
+
+def _plain(text: str) -> str:
+    """No style: Django styles everything on a terminal's stderr as an error, and progress is not one."""
+    return text
 
 
 def _as_json(report: ImportReport) -> dict[str, Any]:

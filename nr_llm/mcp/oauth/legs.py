@@ -26,6 +26,7 @@ from .. import transport
 from ..deadline import OperationDeadline
 from ..errors import McpTransportError
 from ..hostgate import Resolver, refuse_private, resolve, split_target
+from ..sealed import Sealed, SealedBytes
 
 if TYPE_CHECKING:
     import requests
@@ -39,7 +40,8 @@ SessionFactory = Callable[[], "requests.Session"]
 class Answer:
     status: int
     # The JSON object of the body; None when the body was not JSON (only for non-2xx answers).
-    body: dict[str, Any] | None
+    # Out of repr: a token or registration answer holds secrets.
+    body: dict[str, Any] | None = field(repr=False)
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
@@ -131,15 +133,17 @@ class OAuthLegs:
     ) -> Answer:
         """``expect_json=False`` for an endpoint whose success is its status alone (RFC 7009
         revocation): a 2xx body that is not a JSON object is then no error (``body`` None)."""
-        body = "&".join(f"{_quote(k)}={_quote(v)}" for k, v in form.items()).encode()
-        head = {"Content-Type": "application/x-www-form-urlencoded", **headers}
+        # Sealed: the form carries secrets, and a failing leg's frames keep these locals.
+        body = SealedBytes("&".join(f"{_quote(k)}={_quote(v)}" for k, v in form.items()).encode())
+        head = Sealed({"Content-Type": "application/x-www-form-urlencoded", **headers})
         return self._leg("POST", url, what, body, head, expect_json=expect_json)
 
     def post_json(
         self, url: str, what: str, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
     ) -> Answer:
-        body = json.dumps(payload, separators=(",", ":")).encode()
-        return self._leg("POST", url, what, body, {"Content-Type": "application/json", **(headers or {})})
+        body = SealedBytes(json.dumps(payload, separators=(",", ":")).encode())
+        head = Sealed({"Content-Type": "application/json", **(headers or {})})
+        return self._leg("POST", url, what, body, head)
 
     def _leg(
         self,
@@ -153,7 +157,7 @@ class OAuthLegs:
     ) -> Answer:
         url = vet_url(url, self.server, what, allow_private_networks=self.allow_private_networks)
         addresses = self._vetted(url, what)
-        request_headers = {"Accept": "application/json", "Accept-Encoding": "identity", **headers}
+        request_headers = Sealed({"Accept": "application/json", "Accept-Encoding": "identity", **headers})
 
         def read(reading: Reading) -> Answer:
             return self._answer(reading, expect_json)

@@ -1,25 +1,12 @@
-"""Secrets held in plain data: a token response, a token request's form and headers.
-
-An error reporter that records a traceback's local variables (Sentry does by default)
-prints each one's ``repr``; a dict holding a token would print the token. These types
-show their keys only, and an ``Answer`` (whose repr shows its body) is unwrapped into one
-at once, so no frame of ours holds a secret in a readable form.
-"""
+"""A token or registration answer unwrapped at once into a ``Sealed`` body (../sealed.py),
+so no frame of ours holds one in a readable form."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..sealed import Sealed
 from .legs import Answer
 
-
-class Sealed(dict[str, Any]):
-    """A dict whose repr names its keys, never its values."""
-
-    def __repr__(self) -> str:
-        return f"Sealed({', '.join(sorted(self))})"
-
-    __str__ = __repr__
+__all__ = ["Sealed", "sealed"]
 
 
 def sealed(answer: Answer) -> tuple[int, Sealed]:

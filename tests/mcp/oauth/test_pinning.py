@@ -8,6 +8,7 @@ no token response is readable in a traceback's locals. Each test counts what rea
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import time
 from typing import Any
@@ -19,6 +20,7 @@ from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
 from nr_llm.mcp.errors import AuthorizationError, ChallengeError, McpTransportError
 from nr_llm.mcp.oauth import ClientConfig, Grant, MemoryGrantStore, OAuthLegs, OAuthSettings, SystemWallClock
 from nr_llm.mcp.oauth.grants import TokenAnswer, revoke
+from nr_llm.mcp.oauth.legs import Answer
 from nr_llm.mcp.oauth.sealed import Sealed
 from nr_llm.mcp.oauth.store import ClientRegistration
 from tests.oauth_scripted import (
@@ -233,6 +235,37 @@ def test_no_token_response_is_readable_in_a_traceback_s_locals(grant: str) -> No
         tokens.close()
     assert caught.value.kind == "authorization_failed"
     assert _locals_showing(caught.value, "access-1", "refresh-1", "rt-S3CRET", SECRET) == []
+
+
+@pytest.mark.parametrize("grant", ["refresh_token", "client_secret_post", "client_secret_basic"])
+def test_no_secret_is_readable_in_the_locals_of_a_leg_that_fails(grant: str) -> None:
+    """A token request whose leg itself fails (the token endpoint answers after the budget): no
+    frame of the leg (the form's bytes, the request's headers with the Basic credential, the
+    leg machine's) nor any frame above it holds the refresh token or the client's secret in a
+    readable form."""
+    basic = base64.b64encode(f"svc:{SECRET}".encode()).decode()
+    with peer() as auth, peer() as mcp:
+        authorization_server(auth, token=TokenEndpoint(delay=3))
+        metadata = protected_resource(mcp, "/prm", mcp.url("/mcp"), [auth.origin])
+        store = MemoryGrantStore()
+        store.save("demo", _grant(auth, mcp.url("/mcp"), expired=True, refresh_token="rt-S3CRET"))
+        config = ClientConfig() if grant == "refresh_token" else _machine(auth, auth_method=grant)
+        tokens = operation_tokens("demo", mcp.url("/mcp"), OAuthSettings(config, store), budget=1.5)
+        with pytest.raises(McpTransportError) as caught:
+            if grant == "refresh_token":
+                tokens.bearer()
+            else:
+                tokens.after_challenge(_challenge(resource_metadata=metadata), None)
+        tokens.close()
+        assert auth.requests("/token"), "the token endpoint was asked (the leg really failed)"
+    assert caught.value.kind == "timeout"
+    assert _locals_showing(caught.value, "rt-S3CRET", SECRET, basic) == []
+
+
+def test_an_answer_s_repr_shows_no_body() -> None:
+    """An OAuth leg's answer names its status only: its body may hold tokens."""
+    shown = repr(Answer(200, {"access_token": "AT-S3CRET"}, {"Set-Cookie": "c-S3CRET"}))
+    assert "S3CRET" not in shown and "200" in shown
 
 
 def test_token_answers_and_sealed_forms_show_their_keys_only() -> None:

@@ -1,0 +1,65 @@
+"""When a request of an operation may be sent again: the one rule, decided here only.
+
+Exactly once. A server that sent a 2xx status line for a POST has accepted it: from then on
+a ``tools/call`` may have run, whatever follows (a stream that ends early, a resumption
+refused with 404 or 405, a broken connection, a timeout). The leg machine (transport.py)
+marks every failure after that status line ``accepted``, and a stream that cannot be
+finished is ``interrupted``; nothing here lets an accepted request out again: no new
+session, no re-probe, no era fallback, no pooled-connection retry (the adapter retries
+nothing).
+
+A request is sent once more (in a new session, or in the other era) only when the server
+refused it in a way that proves it did not run it: its own status line was not 2xx (a 4xx;
+a 5xx proves nothing, a gateway may answer it after the tool ran), or its answer was a
+JSON-RPC error that a server gives before running anything. Only ``tools/call`` carries the
+exactly-once contract; the reads (``server/discover``, ``initialize``, ``tools/list``) follow
+the same rule here, and the era probe reads any answer as evidence (client.py).
+
+A connection-reuse layer wanting "retried only when the request did not leave" asks for less
+than ``refused``: it still must never resend an ``accepted`` failure.
+"""
+
+from __future__ import annotations
+
+from . import modern
+from .errors import McpTransportError
+
+# JSON-RPC codes with which a server refuses a request before running it because it speaks
+# the other era (unknown method, missing _meta or session, header mismatch, revision).
+REFUSED_BEFORE_RUNNING = frozenset(
+    {
+        modern.METHOD_NOT_FOUND,
+        modern.INVALID_PARAMS,
+        modern.INVALID_REQUEST,
+        modern.HEADER_MISMATCH,
+        modern.UNSUPPORTED_VERSION,
+    }
+)
+# Bare statuses (no JSON-RPC error body) with which a server of the other era refuses a request.
+_OTHER_ERA_STATUSES = frozenset({400, 404, 405})
+
+
+def refused(exc: McpTransportError) -> bool:
+    """``exc`` proves the server refused the request without running it."""
+    if exc.accepted:
+        return False  # a 2xx status line came first: the request may have run
+    if exc.kind == "rpc_error":
+        # The server's answer to our id, in a body or on the POST's stream: its code says.
+        return exc.code in REFUSED_BEFORE_RUNNING
+    status = exc.http_status
+    if exc.kind == "session_expired":
+        return True  # the POST's own 404 for a session the server forgot: it ran nothing
+    return exc.kind == "status" and status is not None and 400 <= status < 500
+
+
+def new_session(exc: McpTransportError) -> bool:
+    """The request may be sent again in a new session (the specification's MUST for a 404)."""
+    return exc.kind == "session_expired" and refused(exc)
+
+
+def other_era(exc: McpTransportError) -> bool:
+    """The request may be sent again in the other era: refused the way a server of the other
+    era refuses (an era code, or a bare 400/404/405)."""
+    if not refused(exc):
+        return False
+    return exc.kind == "rpc_error" or (exc.kind == "status" and exc.http_status in _OTHER_ERA_STATUSES)
