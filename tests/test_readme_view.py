@@ -61,17 +61,25 @@ def openai_stand_in(monkeypatch: pytest.MonkeyPatch) -> type[_Model]:
     return _Model
 
 
-def test_the_readme_view_offers_the_enabled_tools_and_runs_the_models_call(settings, openai_stand_in):
-    """The view offers exactly the enabled tool, runs the call the model asked for on the real
-    server, and answers with the model's text and the tool's result."""
-    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+def _ask(*, requires_approval: bool) -> Any:
+    """The README's view, run once against the SDK server with mcp_demo_echo enabled."""
     namespace: dict[str, Any] = {}
     exec(compile(_readme_view(), "README.md", "exec"), namespace)
     with sdk_server("--stateless") as url:
         server = McpServerFactory.create(identifier="demo", name="Demo", url=url)
         assert import_catalogue(server).ok
         McpTool.objects.filter(tool_name="mcp_demo_echo").update(enabled=True)
-        response = namespace["ask"](_request())
+        McpServer.objects.filter(pk=server.pk).update(requires_approval=requires_approval)
+        request = RequestFactory().post("/ask/", {"question": "Echo something"})
+        request.user = User.objects.create_user("reader")
+        return namespace["ask"](request)
+
+
+def test_the_readme_view_offers_the_enabled_tools_and_runs_the_models_call(settings, openai_stand_in):
+    """The view offers exactly the enabled tool, runs the call the model asked for on the real
+    server, and answers with the model's text and the tool's result."""
+    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+    response = _ask(requires_approval=False)
     assert [offer["function"]["name"] for offer in openai_stand_in.offered] == ["mcp_demo_echo"]
     assert response.status_code == 200
     assert json.loads(response.content) == {
@@ -85,22 +93,9 @@ def test_the_readme_view_holds_a_call_that_needs_approval(settings, openai_stand
     """On a server that requires approval the view answers with the waiting call's id; the
     server is not asked."""
     settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
-    namespace: dict[str, Any] = {}
-    exec(compile(_readme_view(), "README.md", "exec"), namespace)
-    with sdk_server("--stateless") as url:
-        server = McpServerFactory.create(identifier="demo", name="Demo", url=url)
-        assert import_catalogue(server).ok
-        McpTool.objects.filter(tool_name="mcp_demo_echo").update(enabled=True)
-        McpServer.objects.filter(pk=server.pk).update(requires_approval=True)
-        response = namespace["ask"](_request())
+    response = _ask(requires_approval=True)
     call = ToolCall.objects.get()
     assert json.loads(response.content)["tool_results"] == [
         {"tool": "mcp_demo_echo", "waiting": str(call.pk)}
     ]
     assert (call.status, call.actor_label) == ("awaiting_approval", "reader")
-
-
-def _request() -> Any:
-    request = RequestFactory().post("/ask/", {"question": "Echo something"})
-    request.user = User.objects.create_user("reader")
-    return request

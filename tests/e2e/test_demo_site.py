@@ -206,6 +206,20 @@ def protected_server(demo: Demo) -> dict[str, object]:
     return dict(zip(fields, row, strict=True))
 
 
+def enable_tool(demo: Demo, browser: requests.Session, tool_name: str) -> int:
+    """Imported tools start disabled: the changelist's action enables one, as a newcomer would."""
+    with contextlib.closing(demo_database(demo)) as database:
+        (tool_pk,) = database.execute(
+            "SELECT id FROM nr_llm_mcptool WHERE tool_name = ?", (tool_name,)
+        ).fetchone()
+    site = f"http://127.0.0.1:{demo.site_port}"
+    enabled = _post(
+        browser, f"{site}/admin/nr_llm/mcptool/", {"action": "enable_tools", "_selected_action": str(tool_pk)}
+    )
+    assert enabled.status_code == 302, enabled.text[:2000]
+    return int(tool_pk)
+
+
 def sign_in_to_admin(demo: Demo, browser: requests.Session) -> None:
     """The admin's login form, with the banner's login."""
     site = f"http://127.0.0.1:{demo.site_port}"
@@ -288,19 +302,7 @@ def test_a_newcomer_connects_the_protected_server_imports_it_and_tries_a_tool(de
         assert "protected: 3 imported, 0 skipped, 0 orphaned" in done.stdout
         assert tool_names(demo, "protected") == {"whoami", "echo", "admin_report"}
 
-        with contextlib.closing(demo_database(demo)) as database:
-            (tool_pk,) = database.execute(
-                "SELECT tool.id FROM nr_llm_mcptool AS tool JOIN nr_llm_mcpserver AS server"
-                " ON tool.server_id = server.id WHERE server.identifier = 'protected'"
-                " AND tool.remote_name = 'whoami'"
-            ).fetchone()
-        # Imported tools start disabled; the changelist's action enables one, as a newcomer would.
-        enabled_tool = _post(
-            browser,
-            f"{site}/admin/nr_llm/mcptool/",
-            {"action": "enable_tools", "_selected_action": str(tool_pk)},
-        )
-        assert enabled_tool.status_code == 302, enabled_tool.text[:2000]
+        tool_pk = enable_tool(demo, browser, "mcp_protected_whoami")
         tried = _post(
             browser, f"{site}/admin/nr_llm/mcptool/{tool_pk}/try/", {"arguments": "{}", "_run": "Run tool"}
         )
@@ -341,16 +343,7 @@ def test_a_newcomer_sees_a_call_wait_approves_it_and_resumes_it(demo: Demo) -> N
     assert done.returncode == 0, done.stderr
     with requests.Session() as browser:
         sign_in_to_admin(demo, browser)
-        with contextlib.closing(demo_database(demo)) as database:
-            (tool_pk,) = database.execute(
-                "SELECT id FROM nr_llm_mcptool WHERE tool_name = 'mcp_guarded_echo'"
-            ).fetchone()
-        enabled = _post(
-            browser,
-            f"{site}/admin/nr_llm/mcptool/",
-            {"action": "enable_tools", "_selected_action": str(tool_pk)},
-        )
-        assert enabled.status_code == 302, enabled.text[:2000]
+        enable_tool(demo, browser, "mcp_guarded_echo")
 
         waiting = users_shell(manage + """mcp_call mcp_guarded_echo --args '{"text": "hi from the demo"}'""")
         assert waiting.returncode == 3, (waiting.stdout, waiting.stderr)
