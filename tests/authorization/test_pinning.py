@@ -41,6 +41,8 @@ def _server(url: str, **fields: Any) -> McpServer:
         "auth_placement": "oauth",
         "enabled": True,
         "data_class": "publicContent",
+        # Calls run at once here; the approval step has its own tests (tests/governance).
+        "requires_approval": False,
         **fields,
     }
     return McpServer.objects.create(**values)
