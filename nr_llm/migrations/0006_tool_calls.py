@@ -9,7 +9,6 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        # Written on 0003_oauth_authorization; chained after 0005, which landed on main first.
         ("nr_llm", "0005_tool_definition_pins"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
