@@ -7,7 +7,6 @@ neither sees nor can post them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -497,7 +496,7 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
             "report": report,
             "elapsed": f"{report.elapsed_seconds:.2f}" if report else "",
             "budget": f"{tool.server.budget_seconds:g}",
-            "schema": _pretty_json(tool.input_schema),
+            "schema": columns.pretty_json(tool.input_schema),
         }
         return TemplateResponse(request, "admin/nr_llm/mcptool/try_tool.html", context)
 
@@ -570,11 +569,11 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
 
     @admin.display(description="input schema")
     def schema_column(self, obj: McpTool) -> SafeString:
-        return _pretty_json(obj.input_schema)
+        return columns.pretty_json(obj.input_schema)
 
     @admin.display(description="remote annotations")
     def annotations_column(self, obj: McpTool) -> SafeString:
-        return _pretty_json(obj.remote_annotations)
+        return columns.pretty_json(obj.remote_annotations)
 
     def get_fields(self, request: HttpRequest, obj: McpTool | None = None) -> Any:
         # The change review only where there is one to read.
@@ -633,7 +632,7 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
 
     @admin.display(description="output schema")
     def output_schema_column(self, obj: McpTool) -> SafeString:
-        return _pretty_json(obj.output_schema)
+        return columns.pretty_json(obj.output_schema)
 
     @admin.action(description="Enable selected tools", permissions=["change"])
     def enable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
@@ -668,7 +667,7 @@ def _shown(value: Any) -> SafeString:
         if not value:
             return SafeString("<em>empty</em>")
         return format_html('<div class="nr-llm-error-text">{}</div>', value)
-    return _pretty_json(value if value is not None else {})
+    return columns.pretty_json(value if value is not None else {})
 
 
 _ORPHANED = "it is orphaned (gone from its server's catalogue)"
@@ -705,7 +704,3 @@ def _why_not_tryable(tool: McpTool) -> tuple[str, str]:
     if not tool.server.enabled:
         return _SERVER_DISABLED, "Enable its MCP server first."
     return "", ""
-
-
-def _pretty_json(value: Any) -> SafeString:
-    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))

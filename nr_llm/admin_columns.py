@@ -7,8 +7,10 @@ Every piece of text that came from an operator or a remote server goes through
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime
+from typing import Any
 
 from django.contrib import messages
 from django.utils.html import format_html, format_html_join
@@ -167,3 +169,8 @@ def import_message(start: ImportStart) -> tuple[str, int]:
         more = f" (and {len(report.skip_reasons) - 3} more)" if len(report.skip_reasons) > 3 else ""
         return f"{text} Skipped: {shown}{more}.", messages.WARNING
     return text, level
+
+
+def pretty_json(value: Any) -> SafeString:
+    """A JSON value as the admin shows it: indented, keys sorted, escaped."""
+    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))

@@ -90,6 +90,7 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 # Every NR_LLM_* setting may come from an environment variable of the same name;
 # unset ones are left to nr_llm's own defaults (nr_llm/conf.py).
 _NR_LLM_FROM_ENV: dict[str, Any] = {
+    "NR_LLM_MCP_CA_BUNDLE": env.str,
     "NR_LLM_MCP_OPERATION_TIMEOUT": env.str,
     "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS": env.bool,
     "NR_LLM_MCP_ERA_CACHE_SECONDS": env.str,

@@ -21,6 +21,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
+from .. import admin_columns
 from ..credentials import CredentialUnavailable
 from ..models import McpTool
 from . import columns, decisions, ledger
@@ -250,7 +251,7 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
     @admin.display(description="arguments")
     def arguments_column(self, obj: ToolCall) -> SafeString | str:
         try:
-            return columns.pretty_json(ledger.arguments_of(obj))
+            return admin_columns.pretty_json(ledger.arguments_of(obj))
         except CredentialUnavailable as exc:
             return f"cannot be shown: {exc}"
 
@@ -292,7 +293,7 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
 
     @admin.display(description="input schema")
     def schema_column(self, obj: ToolCall) -> SafeString:
-        return columns.pretty_json(obj.tool_input_schema)
+        return admin_columns.pretty_json(obj.tool_input_schema)
 
     @admin.display(description="the tool now")
     def definition_now_column(self, obj: ToolCall) -> SafeString | str:

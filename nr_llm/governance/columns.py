@@ -6,9 +6,7 @@ Everything that came from a caller, a model or a remote server is escaped by ``f
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-from typing import Any
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -72,10 +70,6 @@ def digest(call: ToolCall) -> SafeString:
     if not call.arguments_digest:
         return format_html("{}", "none (the arguments could not be encoded)")
     return format_html("<code>{}</code>", call.arguments_digest)
-
-
-def pretty_json(value: Any) -> SafeString:
-    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))
 
 
 def _expires(moment: datetime, now: datetime) -> str:

@@ -36,7 +36,18 @@ LABEL_CHARS = 150
 
 
 class LedgerUnavailable(Exception):
-    """A ledger row could not be written; the message says why (never an argument's value)."""
+    """A ledger row could not be written; the message says why (never an argument's value).
+
+    The message can reach a model (it is part of the tool result), so it names the database's
+    error by type only; ``detail`` keeps the driver's own text (SQL, relation names) for the log.
+    """
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+    def for_log(self) -> str:
+        return f"{self} [{self.detail}]" if self.detail else str(self)
 
 
 def canonical_json(arguments: dict[str, Any]) -> str:
@@ -69,7 +80,8 @@ class NewCall:
     """What is known of a call when it starts: the row's first write."""
 
     tool_name: str
-    canonical: str
+    # The arguments in clear: out of repr, so a frame's locals in an error report do not show them.
+    canonical: str = field(repr=False)
     actor: dict[str, Any]
     tool: McpTool | None = field(default=None, repr=False)
     data_class_ceiling: str = ""
@@ -89,7 +101,9 @@ def write(work: Callable[[], T]) -> T:
     try:
         return run_in_own_transaction(work, name="nr-llm-ledger")
     except DatabaseError as exc:
-        raise LedgerUnavailable(f"the database refused the write ({type(exc).__name__}: {exc})") from exc
+        raise LedgerUnavailable(
+            f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
+        ) from exc
 
 
 def open_call(

@@ -19,7 +19,7 @@ import logging
 import time
 import traceback
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from django.utils import timezone
@@ -65,7 +65,9 @@ class _Trace:
     call_id: uuid.UUID | None = None
     #: The row says "running": every way out must record how it ended.
     running: bool = False
-    secret: str | None = None
+    # The server's credential, for masking it in a logged traceback; never in repr (a local of
+    # every frame below execute(), which an error reporter records).
+    secret: str | None = field(default=None, repr=False)
     #: ``execute``'s call as far as it is known: the boundary records it if nothing else did.
     call: NewCall | None = None
 
@@ -92,9 +94,11 @@ def execute(
     ``data_class_ceiling``: the most sensitive data class the caller's model may see (None:
     ``NR_LLM_DATA_CLASS_CEILING``); a tool above it is refused, not run.
     """
-    trace = _Trace(clean(name, ledger.NAME_CHARS))
+    trace = _Trace("")
     wall = clock or timezone.now
     try:
+        # Inside the boundary: even a name that cannot be turned into text is an error result.
+        trace.name = clean(name, ledger.NAME_CHARS)
         return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall)
     except Exception as exc:
         return _unexpected(trace, exc, wall)
@@ -218,7 +222,7 @@ def _hold(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
             "tool call %s of MCP server %s requires approval and could not be recorded (%s); it was not run",
             trace.name,
             trace.server,
-            exc,
+            exc.for_log(),
         )
         return ToolResult(
             f"{trace.origin} requires an operator's approval for {trace.name!r}, and the call could not be "
@@ -268,7 +272,9 @@ def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -
             now=wall(),
         )
     except LedgerUnavailable as exc:
-        logger.error("the outcome of tool call %s (%s) was not recorded: %s", trace.call_id, trace.name, exc)
+        logger.error(
+            "the outcome of tool call %s (%s) was not recorded: %s", trace.call_id, trace.name, exc.for_log()
+        )
 
 
 def _lost(trace: _Trace, call: NewCall, exc: LedgerUnavailable) -> None:
@@ -278,7 +284,7 @@ def _lost(trace: _Trace, call: NewCall, exc: LedgerUnavailable) -> None:
         f" of MCP server {trace.server}" if trace.server else "",
         call.actor.get("actor_label", ""),
         call.digest if call.canonical else "-",
-        exc,
+        exc.for_log(),
     )
 
 

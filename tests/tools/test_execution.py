@@ -128,7 +128,7 @@ def test_two_queries_of_the_ledger_per_call_one_for_a_held_call(monkeypatch):
         tools.execute(runs.tool_name, {"text": "x"}, client=FakeClient())
     assert len(counted) == 2, counted
     assert counted[0].startswith("INSERT") and counted[1].startswith("UPDATE")
-    # The caller's own connection: the tool lookup and the health stamp (FakeClient records none).
+    # The caller's own connection: the tool lookup only (FakeClient stamps no health row).
     assert len(caller.captured_queries) == 1, caller.captured_queries
     counted.clear()
     tools.execute(held.tool_name, {"text": "x"}, client=FakeClient())
@@ -171,7 +171,7 @@ def test_a_database_refusing_the_row_fails_an_approval_call_closed(monkeypatch, 
     """Whatever the database: a refused write holds nothing for approval and sends nothing."""
 
     def refuse(work, *, name):
-        raise OperationalError("database is locked")
+        raise OperationalError('relation "nr_llm_toolcall" is locked\nLINE 1: INSERT INTO')
 
     monkeypatch.setattr(ledger, "run_in_own_transaction", refuse)
     tool = guarded_tool()
@@ -179,7 +179,33 @@ def test_a_database_refusing_the_row_fails_an_approval_call_closed(monkeypatch, 
     with caplog.at_level(logging.ERROR, logger="nr_llm.tools"):
         result = tools.execute(tool.tool_name, {"text": "x"}, client=client)
     assert (result.status, result.call_id, client.calls) == ("failed", None, [])
-    assert "OperationalError: database is locked" in result.text
+    # The model reads the result: it learns the type of the database's error, not its SQL.
+    assert "(OperationalError)" in result.text and "INSERT" not in result.text
+    assert "nr_llm_toolcall" not in result.text
+    # The operator's log keeps the driver's words.
+    assert any("INSERT INTO" in record.getMessage() for record in caplog.records)
+
+
+def test_frames_below_execute_show_neither_the_credential_nor_the_arguments():
+    """What an error reporter prints of execute()'s locals (their repr) holds no credential and
+    no argument in clear: the trace and the call it carries seal them."""
+    from nr_llm.tools.execution import _Trace
+
+    call = ledger.NewCall("mcp_x_echo", '{"text":"a-secret-word"}', {"actor_label": ""})
+    trace = _Trace("mcp_x_echo", secret="s3cret-bearer", call=call)
+    assert "s3cret-bearer" not in repr(trace)
+    assert "a-secret-word" not in repr(trace) and "a-secret-word" not in repr(call)
+
+
+def test_a_name_that_cannot_become_text_is_an_error_result_not_an_exception():
+    """Even the tool's name is read inside the reporting boundary."""
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    result = tools.execute(Unprintable(), {})  # type: ignore[arg-type]
+    assert result.is_error and result.status == "failed"
 
 
 # -- the reporting boundary (issue 18, item 5) ------------------------------------------
