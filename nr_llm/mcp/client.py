@@ -42,6 +42,7 @@ from .modern_conversation import InputResponder, ModernConversation
 from .oauth.identity import WallClock
 from .oauth.tokens import OperationTokens, SystemWallClock
 from .param_headers import param_headers
+from .pool import DEFAULT_KEEPALIVE_SECONDS
 from .results import CallOutcome, ConnectionReport
 from .text import NAME_LIMIT, clean
 from .transport import (
@@ -99,12 +100,16 @@ class McpClient:
         wall: WallClock | None = None,
         resolver: Resolver | None = None,
         ca_bundle: str | os.PathLike[str] | None = None,
+        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
     ) -> None:
         """``resolver`` maps a host name and port to the addresses to dial (the system's
         ``getaddrinfo`` by default; tests map names to loopback), for MCP and OAuth legs alike.
         ``ca_bundle`` is a PEM file of the authorities to trust instead of the certificates
-        ``requests`` ships (certifi); the environment's REQUESTS_CA_BUNDLE is never read."""
+        ``requests`` ships (certifi); the environment's REQUESTS_CA_BUNDLE is never read.
+        ``keepalive_seconds``: how long a connection may idle in the process's pool before a
+        later leg to the same origin reuses it (pool.py); 0 gives every leg a new connection."""
         self.allow_private_networks = allow_private_networks
+        self.keepalive_seconds = keepalive_seconds
         self.resolver = resolver
         # A str: requests reads a Path as a mere truthy value, and would trust certifi instead.
         self.ca_bundle = None if ca_bundle is None else os.fspath(ca_bundle)
@@ -306,6 +311,7 @@ class McpClient:
                 session_factory=self.session_factory,
                 resolver=self.resolver,
                 ca_bundle=self.ca_bundle,
+                keepalive_seconds=self.keepalive_seconds,
             )
         session = self.session_factory()
         try:
@@ -323,6 +329,7 @@ class McpClient:
                     addresses=addresses,
                     authorizer=tokens,
                     ca_bundle=self.ca_bundle,
+                    keepalive_seconds=self.keepalive_seconds,
                 ),
                 deadline,
             )
