@@ -295,8 +295,15 @@ class McpClient:
         credential_headers = auth_headers(endpoint)
         if not self.allow_private_networks:
             refuse_clear_text(endpoint, bool(credential_headers) or endpoint.oauth is not None)
-        # The lookup spends the operation's budget like a leg does.
-        addresses = resolve(endpoint.url, endpoint.identifier, deadline.grant(), self.resolver)
+        # The lookup spends the operation's budget like a leg does; an answer as young as the
+        # idle-connection limit is used again (hostgate.py: why that is safe).
+        addresses = resolve(
+            endpoint.url,
+            endpoint.identifier,
+            deadline.grant(),
+            self.resolver,
+            remember_seconds=self.keepalive_seconds,
+        )
         if not self.allow_private_networks:
             refuse_private(addresses, endpoint.identifier)
         tokens = None

@@ -476,11 +476,21 @@ def _failure(exc: Exception, peer: Peer, host: str, fired: bool, seconds: float)
 
 
 class WatchedAdapter(HTTPAdapter):
-    """Connections through the watched pool classes: dialled to vetted addresses, cut at the grant."""
+    """Connections through the watched pool classes: dialled to vetted addresses, cut at the grant.
+
+    One serves every session of the process: it holds no connection of its own (they are the
+    idle pool's, pool.py, between legs), only urllib3's per-origin pool objects, so closing a
+    session leaves it as it is, and building it once saves each operation its cost."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = POOL_CLASSES
+
+    def close(self) -> None:
+        pass  # shared: nothing of one session's is in it
+
+
+_ADAPTER = WatchedAdapter(max_retries=0)
 
 
 def _no_redirect_target(response: requests.Response) -> None:
@@ -500,9 +510,8 @@ def harden(session: requests.Session) -> requests.Session:
     # and uncapped, and parses Location, raising whatever a hostile one provokes.
     # With no redirect target it does neither; the 3xx comes back unread.
     session.get_redirect_target = _no_redirect_target  # type: ignore[method-assign,assignment]
-    adapter = WatchedAdapter(max_retries=0)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
+    session.mount("http://", _ADAPTER)
+    session.mount("https://", _ADAPTER)
     return session
 
 

@@ -294,7 +294,8 @@ class _Watched:
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
         watchdog = _current.get()
-        if watchdog is not None:
+        # A pooled connection is watched from when the leg took it (_PooledConnections).
+        if watchdog is not None and not watchdog.delivery.reused:
             watchdog.watch(self.sock)
         return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 

@@ -185,7 +185,13 @@ class OAuthLegs:
             return known
         try:
             # The lookup is granted from the same budget as any leg.
-            found = resolve(url, self.server, self.deadline.grant(), self._resolver)
+            found = resolve(
+                url,
+                self.server,
+                self.deadline.grant(),
+                self._resolver,
+                remember_seconds=self._keepalive_seconds,
+            )
             if not self.allow_private_networks:
                 refuse_private(found, self.server)
         except McpTransportError as exc:
