@@ -348,7 +348,9 @@ class LegMachine:
                     # Not chained: the library's exception quotes the URL, and a logged
                     # traceback would show a secret in its query string. Its type is named
                     # in the message instead.
-                    failure = _failure(exc, peer, _host_of(url), watchdog.fired, wall_seconds)
+                    failure = _failure(
+                        exc, peer, _host_of(url), watchdog.fired, wall_seconds, connected=delivery.connected
+                    )
                     if failure.kind == "unreachable" and delivery.written and not delivery.answered:
                         raise _Unanswered(
                             "unreachable",
@@ -444,12 +446,15 @@ def _tls_failure(exc: BaseException, peer: Peer, host: str) -> McpTransportError
     return peer.error("tls", f": the TLS handshake failed{said}{hint}.")
 
 
-def _failure(exc: Exception, peer: Peer, host: str, fired: bool, seconds: float) -> McpTransportError:
+def _failure(
+    exc: Exception, peer: Peer, host: str, fired: bool, seconds: float, *, connected: bool = False
+) -> McpTransportError:
     """Map an I/O failure, most specific first. The exception's own text is never used:
-    it can carry the URL (and a secret in its query string)."""
+    it can carry the URL (and a secret in its query string). Once ``connected`` (the TLS
+    handshake done), an ssl error is a broken connection like any other."""
     if fired:
         return peer.timeout(seconds)
-    tls = _tls_failure(exc, peer, host)
+    tls = None if connected else _tls_failure(exc, peer, host)
     if tls is not None:
         return tls
     if isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError):

@@ -62,6 +62,9 @@ class Delivery:
     """What a leg's connection showed about its request reaching the server (resend.py)."""
 
     reused: bool = False  # the connection came from the idle pool
+    # Connected, its TLS handshake done (or reused): a TLS error after this is a broken
+    # connection, not a certificate or handshake problem.
+    connected: bool = False
     written: bool = False  # the whole request was handed to the socket
     answered: bool = False  # at least one byte of an answer arrived
     origin: Origin | None = None
@@ -283,6 +286,12 @@ class _Watched:
             raise ConnectTimeoutError(self, "the leg's grant ran out before a connection was made")
         raise failure
 
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        watchdog = _current.get()
+        if watchdog is not None:
+            watchdog.delivery.connected = True
+
     def request(self, *args: Any, **kwargs: Any) -> None:
         # urllib3 swallows a broken pipe or a reset while the request is written (to read an
         # answer the server may have sent first), so the proof that the request never left
@@ -329,7 +338,7 @@ class _PooledConnections:
         if connection is None:
             connection = self._new_conn()  # type: ignore[attr-defined]
         else:
-            watchdog.delivery.reused = True
+            watchdog.delivery.reused = watchdog.delivery.connected = True
             # Watched from before the request is written: a write can stall like a read.
             watchdog.watch(connection.sock)
         watchdog.adopt(connection)
