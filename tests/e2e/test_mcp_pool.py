@@ -19,6 +19,7 @@ import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.pool import process_pool
+from nr_llm.mcp.transport import LegMachine
 from nr_llm.mcp.watchdog import WatchedHTTPSConnection
 from tests.tls import (
     TestAuthority,
@@ -164,17 +165,28 @@ def test_two_servers_of_one_origin_share_a_connection_but_never_a_session_or_cre
     assert sessions_a and sessions_b and not sessions_a & sessions_b
 
 
-def test_a_connection_the_server_closed_while_idle_is_not_used(tls: TestAuthority, origin: str) -> None:
+def test_a_connection_the_server_closed_while_idle_is_not_used(
+    tls: TestAuthority, origin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The server closes idle connections after 0.2 s; the client would keep them 1.5 s. The
-    closed one is found closed before reuse (its socket reads EOF), and the call, a tools/call
-    that could not have been retried, goes on a new connection and runs once."""
+    closed one is found closed before reuse (its socket reads EOF), so the call, a tools/call,
+    goes out once, on a new connection, and runs once: no leg failed and was sent again."""
     path = "/idle-close/0.2/closed/mcp"
     client = _client(tls)
     endpoint = Endpoint(identifier="idle", url=f"{origin}{path}", budget_seconds=BUDGET)
     client.ping(endpoint)
     time.sleep(0.5)
     assert process_pool().count() == 1
+    attempts: list[bool] = []
+    attempt = LegMachine._attempt
+
+    def counted(self: LegMachine, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(bool(kwargs.get("fresh")))
+        return attempt(self, *args, **kwargs)
+
+    monkeypatch.setattr(LegMachine, "_attempt", counted)
     assert client.call_tool(endpoint, "echo", {"text": "x"}).text == "done"
+    assert attempts == [False]
     rows = _seen(origin, tls, path)
     assert [row["method"] for row in rows].count("ran") == 1
     assert [row["carried"] for row in rows if row["method"] == "POST tools/call"] == ["1"]
