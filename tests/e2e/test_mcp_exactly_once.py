@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from tests.tls import TestAuthority, names_session, resolve_test_names, tls_adversary
+from tests.tls import TestAuthority, names_session, tls_adversary, tls_client
 
 pytestmark = pytest.mark.e2e
 
@@ -32,12 +32,7 @@ def origin(tls: TestAuthority) -> Iterator[str]:
 
 
 def _client(tls: TestAuthority, keepalive_seconds: float = 1.5) -> McpClient:
-    return McpClient(
-        allow_private_networks=True,
-        resolver=resolve_test_names,
-        ca_bundle=str(tls.bundle),
-        keepalive_seconds=keepalive_seconds,
-    )
+    return tls_client(tls, keepalive_seconds=keepalive_seconds)
 
 
 def _seen(origin: str, tls: TestAuthority, path: str) -> list[dict[str, Any]]:

@@ -26,9 +26,9 @@ from tests.tls import (
     log_entries,
     names_session,
     peer_log,
-    resolve_test_names,
     sdk_server_tls,
     tls_adversary,
+    tls_client,
 )
 
 pytestmark = pytest.mark.e2e
@@ -37,12 +37,7 @@ BUDGET = 4
 
 
 def _client(tls: TestAuthority, keepalive_seconds: float = 1.5) -> McpClient:
-    return McpClient(
-        allow_private_networks=True,
-        resolver=resolve_test_names,
-        ca_bundle=str(tls.bundle),
-        keepalive_seconds=keepalive_seconds,
-    )
+    return tls_client(tls, keepalive_seconds=keepalive_seconds)
 
 
 def _handshakes(url: str, tls: TestAuthority) -> int:
