@@ -296,8 +296,8 @@ class LegMachine:
                 keepalive_seconds=self.keepalive_seconds,
                 trust=verify,
                 fresh=fresh,
+                delivery=delivery,
             ) as watchdog:
-                watchdog.delivery = delivery
                 try:
                     response = self.session.request(
                         method,

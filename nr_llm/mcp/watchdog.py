@@ -86,6 +86,7 @@ class LegWatchdog:
         keepalive_seconds: float = 0.0,
         trust: Hashable = None,
         fresh: bool = False,
+        delivery: Delivery | None = None,
     ) -> None:
         self.allow_private_networks = allow_private_networks
         # The operation's vetted addresses: connections dial these, never a fresh lookup.
@@ -93,7 +94,7 @@ class LegWatchdog:
         self.keepalive_seconds = keepalive_seconds
         self.fit = (trust, allow_private_networks)
         self.fresh = fresh
-        self.delivery = Delivery()
+        self.delivery = delivery or Delivery()
         # Set by the leg machine once the answer was read to its end: the connection may be kept.
         self.reusable = False
         self.connection: Any = None
