@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.oauth.legs import OAuthLegs
 from nr_llm.mcp.pool import process_pool
 from nr_llm.mcp.transport import LegMachine
 from nr_llm.mcp.watchdog import WatchedHTTPSConnection
@@ -26,6 +28,7 @@ from tests.tls import (
     log_entries,
     names_session,
     peer_log,
+    resolve_test_names,
     sdk_server_tls,
     tls_adversary,
     tls_client,
@@ -322,3 +325,32 @@ def test_a_forked_child_never_uses_its_parents_connections(tls: TestAuthority, s
     middle = _handshakes(sdk, tls)
     assert client.call_tool(endpoint, "echo", {"text": "again"}).text == "again"
     assert _dialled_since(sdk, tls, middle) == 0  # the parent's connection, still whole
+
+
+def test_a_pooled_connection_is_bounded_by_the_budget_like_a_new_one(tls: TestAuthority, origin: str) -> None:
+    """A warm connection to a server that then stalls the call: the watchdog cuts it at the
+    budget (the worst case stays the budget plus under a second), and it is closed, not kept."""
+    client = _client(tls)
+    endpoint = Endpoint(identifier="stall", url=f"{origin}/slow-work/30/mcp", budget_seconds=2)
+    client.ping(endpoint)
+    assert process_pool().count() == 1
+    started = time.monotonic()
+    with pytest.raises(McpTransportError) as failed:
+        client.call_tool(endpoint, "echo", {"text": "x"})
+    assert failed.value.kind == "timeout"
+    assert time.monotonic() - started < 2 + 1
+    assert process_pool().count() == 0
+
+
+def test_oauth_legs_keep_their_connections_by_the_same_rules(tls: TestAuthority) -> None:
+    """Two operations' OAuth legs (a metadata GET each) to one authorization server ride one
+    connection: one TLS handshake, asked for by the server's name."""
+    with tls_adversary(tls.issue("auth.test")) as (port, log):
+        metadata = f"https://auth.test:{port}/.well-known/oauth-authorization-server"
+        for _ in range(2):
+            deadline = OperationDeadline(BUDGET, MonotonicClock(), "oauth")
+            options: dict[str, Any] = {"resolver": resolve_test_names, "ca_bundle": str(tls.bundle)}
+            with OAuthLegs("oauth", deadline, allow_private_networks=True, **options) as legs:
+                assert legs.get(metadata, "metadata").status == 405
+        assert [entry["sni"] for entry in log_entries(log) if "sni" in entry] == ["auth.test"]
+        assert process_pool().count() == 1
