@@ -10,7 +10,8 @@ An operation is one conversation with one server, in the era the server speaks:
 The era is learnt per origin by probing ``server/discover`` and remembered in-process
 (``eras``), so steady state against a modern server is one POST per tool call. Every leg,
 probes included, spends the same ``OperationDeadline``. A fresh ``requests`` session per
-operation keeps one server's session id and connection away from every other server. No
+operation keeps one server's session id and cookies away from every other server; connections
+are kept between operations per origin (pool.py), and carry nothing of either. No
 other traffic is sent: no GET stream, no hidden ``tools/list``.
 
 Exactly once (resend.py): a request is sent again, in a new session or the other era, only
