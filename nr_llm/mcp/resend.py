@@ -5,8 +5,8 @@ a ``tools/call`` may have run, whatever follows (a stream that ends early, a res
 refused with 404 or 405, a broken connection, a timeout). The leg machine (transport.py)
 marks every failure after that status line ``accepted``, and a stream that cannot be
 finished is ``interrupted``; nothing here lets an accepted request out again: no new
-session, no re-probe, no era fallback, no pooled-connection retry (the adapter retries
-nothing).
+session, no re-probe, no era fallback, no second try on a new connection (urllib3 retries
+nothing by itself).
 
 A request is sent once more (in a new session, or in the other era) only when the server
 refused it in a way that proves it did not run it: its own status line was not 2xx (a 4xx;
