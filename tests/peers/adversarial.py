@@ -30,7 +30,7 @@
                       (``reused``)
     record/0          well-behaved, with sessions; remembers each request's session id and
                       credential headers, served as JSON by ``GET /seen`` (not MCP), as
-                      for every request of every scenario
+                      for every GET and every request of the scenarios in ``REMEMBERED``
     tattle/0          answers every request with a JSON-RPC error quoting the credential
                       it was sent, as a careless server's "invalid token ..." does
     slow-discover/S   a 2026-07-28 server whose server/discover answers after S seconds
@@ -107,6 +107,17 @@ PAGES = 50
 SEEN: list[dict[str, str | None]] = []
 SESSIONS = itertools.count(1)
 CONNECTIONS = itertools.count(1)
+# The scenarios whose every request ``GET /seen`` lists (of the others, only their GETs).
+REMEMBERED = (
+    "/record/",
+    "/leg/",
+    "/once/",
+    "/tenant/",
+    "/idle-close/",
+    "/reset-reused/",
+    "/trickle/",
+    "/endless/",
+)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -157,10 +168,11 @@ class Handler(BaseHTTPRequestHandler):
         self.number = str(next(CONNECTIONS))
 
     def _remember(self, method: str) -> None:
-        names = ("Mcp-Session-Id", "Authorization", "X-Api-Key", "Last-Event-ID", "MCP-Protocol-Version")
-        headers = {name: self.headers.get(name) for name in names}
-        row = {"method": method, "path": self.path, "carried": str(self.carried), "connection": self.number}
-        SEEN.append({**row, **headers})
+        if self.path.startswith(REMEMBERED) or method == "GET":
+            names = ("Mcp-Session-Id", "Authorization", "X-Api-Key", "Last-Event-ID", "MCP-Protocol-Version")
+            headers = {name: self.headers.get(name) for name in names}
+            carried = {"carried": str(self.carried), "connection": self.number}
+            SEEN.append({"method": method, "path": self.path, **carried, **headers})
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
