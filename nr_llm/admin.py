@@ -27,6 +27,7 @@ from .authorization import columns as authorization_columns
 from .authorization import service as authorization_service
 from .authorization import views as authorization_views
 from .forms import McpServerForm, McpToolForm, TryToolForm
+from .governance import admin as governance_admin  # registers Tool calls and Approvals
 from .models import DEFINITION_CHANGED, AuthPlacement, McpServer, McpTool
 
 STYLES = {"all": ["nr_llm/admin.css"]}
@@ -220,6 +221,7 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
                 tools_total=Count("tools"),
                 tools_enabled=Count("tools", filter=Q(tools__enabled=True)),
                 tools_orphaned=Count("tools", filter=Q(tools__orphaned=True)),
+                awaiting_calls=governance_admin.awaiting_count(),
             )
         )
 
@@ -346,9 +348,10 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     @admin.display(description="data class · approval", ordering="data_class")
     def policy_column(self, obj: McpServer) -> SafeString:
         return format_html(
-            '{}<div class="nr-llm-detail">{}</div>',
+            '{}<div class="nr-llm-detail">{}</div>{}',
             columns.data_class(obj.data_class),
             columns.approval(obj.requires_approval),
+            governance_admin.awaiting_link(obj.identifier, getattr(obj, "awaiting_calls", 0)),
         )
 
     @admin.action(description="Test connection", permissions=["change"])
@@ -484,7 +487,7 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         form = TryToolForm(request.POST if request.method == "POST" else None, schema=tool.input_schema)
         report = None
         if form.is_valid():
-            report = tool_trial.try_tool(tool, form.cleaned_data["arguments"])
+            report = tool_trial.try_tool(tool, form.cleaned_data["arguments"], actor=request.user)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,

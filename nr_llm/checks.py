@@ -141,6 +141,49 @@ def check_public_base_url(**kwargs: Any) -> list[CheckMessage]:
     return []
 
 
+def check_governance(**kwargs: Any) -> list[CheckMessage]:
+    from .models import DataClass  # the models load after the checks module
+
+    errors: list[CheckMessage] = []
+    preview = getattr(settings, "NR_LLM_TOOL_CALL_PREVIEW_CHARS", _MISSING)
+    if preview is not _MISSING and (not isinstance(preview, int) or isinstance(preview, bool) or preview < 0):
+        errors.append(
+            Error(
+                f"NR_LLM_TOOL_CALL_PREVIEW_CHARS must be a whole number of 0 or more, not {preview!r}.",
+                hint="The ledger keeps that many characters of each answer (encrypted); 0 keeps none.",
+                id="nr_llm.E020",
+            )
+        )
+    expiry = getattr(settings, "NR_LLM_APPROVAL_EXPIRY_SECONDS", _MISSING)
+    if expiry is not _MISSING and expiry is not None and parse_timeout(expiry) is None:
+        errors.append(
+            Error(
+                f"NR_LLM_APPROVAL_EXPIRY_SECONDS must be a positive number of seconds, not {expiry!r}.",
+                hint="Set it to e.g. 3600, or remove it for the default of one hour.",
+                id="nr_llm.E021",
+            )
+        )
+    second = getattr(settings, "NR_LLM_APPROVAL_SECOND_APPROVER", False)
+    if not isinstance(second, bool):
+        errors.append(
+            Error(
+                f"NR_LLM_APPROVAL_SECOND_APPROVER must be True or False, not {second!r}.",
+                hint="A string such as 'false' would read as true; use a boolean.",
+                id="nr_llm.E022",
+            )
+        )
+    ceiling = getattr(settings, "NR_LLM_DATA_CLASS_CEILING", None)
+    if ceiling not in (None, "") and ceiling not in DataClass.values:
+        errors.append(
+            Error(
+                f"NR_LLM_DATA_CLASS_CEILING must be one of {', '.join(DataClass.values)}, not {ceiling!r}.",
+                hint="Until it is fixed, only publicContent tools are offered.",
+                id="nr_llm.E023",
+            )
+        )
+    return errors
+
+
 def check_ca_bundle(**kwargs: Any) -> list[CheckMessage]:
     raw = getattr(settings, "NR_LLM_MCP_CA_BUNDLE", _MISSING)
     if raw is _MISSING or raw is None or raw == "":
@@ -199,6 +242,7 @@ def register() -> None:
         check_credential_keys,
         check_request_events,
         check_public_base_url,
+        check_governance,
         check_ca_bundle,
         check_completion_middleware_is_last,
     ):

@@ -20,6 +20,12 @@ DEFAULT_OPERATION_TIMEOUT = 20.0
 # How long a server's protocol era is remembered when it gives no ttlMs (docs/mcp-client.md).
 DEFAULT_ERA_CACHE_SECONDS = 600.0
 DEFAULT_REQUEST_EVENTS: dict[str, Any] = {"include_cancelled": False}
+DEFAULT_TOOL_CALL_PREVIEW_CHARS = 500
+DEFAULT_APPROVAL_EXPIRY_SECONDS = 3600.0
+# Every declared data class passes: a site narrows it per model provider (docs/catalogue.md).
+DEFAULT_DATA_CLASS_CEILING = "secretAdjacent"
+# What an unusable configured ceiling falls back to: the lowest, never "everything".
+FALLBACK_DATA_CLASS_CEILING = "publicContent"
 
 
 def parse_timeout(raw: object) -> float | None:
@@ -106,6 +112,35 @@ class Settings:
         client metadata URLs: behind a proxy ``build_absolute_uri`` can name the wrong host."""
         raw = getattr(django_settings, "NR_LLM_PUBLIC_BASE_URL", "")
         return raw.rstrip("/") if isinstance(raw, str) else ""
+
+    @property
+    def TOOL_CALL_PREVIEW_CHARS(self) -> int:
+        """Characters of a tool's answer the ledger keeps (encrypted); 0 keeps none."""
+        raw = getattr(django_settings, "NR_LLM_TOOL_CALL_PREVIEW_CHARS", None)
+        if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
+            return raw
+        return DEFAULT_TOOL_CALL_PREVIEW_CHARS
+
+    @property
+    def APPROVAL_EXPIRY_SECONDS(self) -> float:
+        """Seconds a call waits for a decision, and an approved call for its resume."""
+        value = parse_timeout(getattr(django_settings, "NR_LLM_APPROVAL_EXPIRY_SECONDS", None))
+        return DEFAULT_APPROVAL_EXPIRY_SECONDS if value is None else value
+
+    @property
+    def APPROVAL_SECOND_APPROVER(self) -> bool:
+        """True: the user who made a call cannot approve it; a second person must."""
+        return getattr(django_settings, "NR_LLM_APPROVAL_SECOND_APPROVER", False) is True
+
+    @property
+    def DATA_CLASS_CEILING(self) -> str:
+        """The highest data class a caller's tools may see when it names no ceiling itself."""
+        from .models import DataClass  # the models import this module
+
+        raw = getattr(django_settings, "NR_LLM_DATA_CLASS_CEILING", None)
+        if raw is None or raw == "":
+            return DEFAULT_DATA_CLASS_CEILING
+        return raw if raw in DataClass.values else FALLBACK_DATA_CLASS_CEILING
 
     @property
     def REQUEST_EVENTS(self) -> dict[str, Any]:

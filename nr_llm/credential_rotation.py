@@ -1,7 +1,8 @@
 """Re-encrypt every stored credential under the first configured key.
 
 Covers the static credential, the OAuth client secret and private key of each server,
-each server's OAuth grant (tokens and client registration) and pending authorizations.
+each server's OAuth grant (tokens and client registration), pending authorizations, and the
+tool-call ledger's arguments and answer previews.
 Rows are locked while rotated, so a refresh committing meanwhile is waited for, never
 overwritten with the token it replaced.
 """
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from django.db import models, transaction
 
 from . import credentials
-from .models import McpServer, OAuthGrantRecord, PendingAuthorization
+from .models import McpServer, OAuthGrantRecord, PendingAuthorization, ToolCall
 
 # Per model: the encrypted fields, and how a row is named in the report.
 _ENCRYPTED: list[tuple[type[models.Model], tuple[str, ...], str]] = [
@@ -28,6 +29,7 @@ _ENCRYPTED: list[tuple[type[models.Model], tuple[str, ...], str]] = [
         "server__identifier",
     ),
     (PendingAuthorization, ("payload_ciphertext",), "server__identifier"),
+    (ToolCall, ("arguments_ciphertext", "result_preview_ciphertext"), "id"),
 ]
 
 

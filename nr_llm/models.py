@@ -1,4 +1,4 @@
-"""Persistence only: no network I/O here (services in catalogue.py, tools.py, health.py)."""
+"""Persistence only: no network I/O here (services in catalogue.py, tools/, health.py)."""
 
 from __future__ import annotations
 
@@ -310,6 +310,7 @@ class McpTool(models.Model):
 
 # Registered with this app from their own package (ARCHITECTURE.md, "Growing").
 from .authorization.models import OAuthGrantRecord, PendingAuthorization  # noqa: E402
+from .governance.models import ToolCall, ToolCallApproval, ToolCallStatus  # noqa: E402
 
 __all__ = [
     "DEFINITION_CHANGED",
@@ -323,4 +324,7 @@ __all__ = [
     "OAuthGrantType",
     "OAuthRegistration",
     "PendingAuthorization",
+    "ToolCall",
+    "ToolCallApproval",
+    "ToolCallStatus",
 ]

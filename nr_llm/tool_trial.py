@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,17 +18,26 @@ class TrialReport:
     is_error: bool
     elapsed_seconds: float
     budget_seconds: float
+    #: "awaiting_approval" when the server requires approval: nothing ran (see ``call_id``).
+    status: str = "succeeded"
+    call_id: uuid.UUID | None = None
 
 
 def try_tool(
-    tool: McpTool, arguments: dict[str, Any], clock: Callable[[], float] = time.monotonic
+    tool: McpTool,
+    arguments: dict[str, Any],
+    clock: Callable[[], float] = time.monotonic,
+    actor: object = None,
 ) -> TrialReport:
-    """Call ``tool`` through the same API the site uses, so the trial proves what a model would get."""
+    """Call ``tool`` through the same API the site uses, so the trial proves what a model would get:
+    recorded in the ledger under ``actor``, and held for approval like any other call."""
     started = clock()
-    result = execute(tool.tool_name, arguments)
+    result = execute(tool.tool_name, arguments, actor=actor)
     return TrialReport(
         text=result.text,
         is_error=result.is_error,
         elapsed_seconds=clock() - started,
         budget_seconds=tool.server.budget_seconds,
+        status=result.status,
+        call_id=result.call_id,
     )

@@ -1,9 +1,11 @@
-"""`make demo`: migrate, seed an admin and two demo MCP servers, and serve the site.
+"""`make demo`: migrate, seed an admin and three demo MCP servers, and serve the site.
 
 Besides the site (gunicorn) and a demo MCP server, it starts an OAuth-protected MCP server
 and its authorization server (the OAuth test peers, tests/peers/README.md), seeded as the
 server "protected" with a pre-registered client: Connect on its admin page, sign in at the
 authorization server as the printed operator, and its tools can be imported and tried.
+The server "guarded" is the demo MCP server behind an approval step: a call of its tools
+waits under Approvals in the admin until an operator approves it, then runs once resumed.
 
 Every child runs in a session of its own, so a signal meant for the demo reaches only
 this process, which then stops each child's whole process group once and cleanly:
@@ -240,6 +242,24 @@ def _seed(config: DemoConfig, oauth: OAuthSecrets) -> tuple[str, int]:
             "description": "The official Python MCP SDK, started by `make demo` on 127.0.0.1.",
             "url": f"http://127.0.0.1:{config.mcp_port}/mcp",
             "data_class": DataClass.PUBLIC_CONTENT,
+            "requires_approval": False,
+            "enabled": True,
+        },
+    )
+    # The same demo MCP server behind an approval step: a call of its tools waits for an
+    # operator (Approvals in the admin) and runs once approved and resumed.
+    McpServer.objects.update_or_create(
+        identifier="guarded",
+        defaults={
+            "name": "Demo MCP server, approval required",
+            "description": (
+                "The demo MCP server again, but every call waits for an operator's approval: "
+                "import it, enable mcp_guarded_echo, call it with mcp_call, approve it under "
+                "Approvals, then resume it."
+            ),
+            "url": f"http://127.0.0.1:{config.mcp_port}/mcp",
+            "data_class": DataClass.PUBLIC_CONTENT,
+            "requires_approval": True,
             "enabled": True,
         },
     )
@@ -263,6 +283,7 @@ def _seed(config: DemoConfig, oauth: OAuthSecrets) -> tuple[str, int]:
             "oauth_client_secret_ciphertext": credentials.encrypt(oauth.client_secret),
             "oauth_scopes": "mcp:tools",
             "data_class": DataClass.PUBLIC_CONTENT,
+            "requires_approval": False,
             "enabled": True,
         },
     )
@@ -418,6 +439,9 @@ def _banner(config: DemoConfig, password: str, oauth: OAuthSecrets, protected_pk
         f"  manage.py:          {manage_line(config)}\n"
         f"                      (any manage.py command, e.g. mcp_import protected after Connect;\n"
         f"                      the environment is in {_shown(config.env_file)})\n"
+        f"  see a call wait:    mcp_import guarded, enable mcp_guarded_echo under MCP tools, then\n"
+        f'                      mcp_call mcp_guarded_echo --args \'{{"text": "hi"}}\' (exit 3), approve it\n'
+        f"                      at {site}/admin/nr_llm/toolcallapproval/ and mcp_call --resume <id>\n"
         "  Ctrl-C stops everything.\n"
     )
 

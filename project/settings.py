@@ -96,6 +96,10 @@ _NR_LLM_FROM_ENV: dict[str, Any] = {
     "NR_LLM_CREDENTIAL_KEYS": env.list,
     "NR_LLM_REQUEST_EVENTS": env.json,
     "NR_LLM_PUBLIC_BASE_URL": env.str,
+    "NR_LLM_TOOL_CALL_PREVIEW_CHARS": env.int,
+    "NR_LLM_APPROVAL_EXPIRY_SECONDS": env.str,
+    "NR_LLM_APPROVAL_SECOND_APPROVER": env.bool,
+    "NR_LLM_DATA_CLASS_CEILING": env.str,
 }
 for _name, _read in _NR_LLM_FROM_ENV.items():
     if _name in env.ENVIRON:

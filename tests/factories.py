@@ -17,6 +17,8 @@ class McpServerFactory(DjangoModelFactory[McpServer]):
     url = "http://127.0.0.1:9/mcp"
     data_class = DataClass.PUBLIC_CONTENT
     enabled = True
+    # The model's default is True; tests of the approval step ask for it by name.
+    requires_approval = False
 
 
 class McpToolFactory(DjangoModelFactory[McpTool]):

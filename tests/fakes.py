@@ -26,6 +26,8 @@ class FakeClient:
         self.tools = tools or []
         self.error = error
         self.endpoints: list[Endpoint] = []
+        #: (remote name, arguments) of every call_tool, in order: what the server would have run.
+        self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def list_tools(
         self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None
@@ -46,6 +48,7 @@ class FakeClient:
         input_schema: dict[str, Any] | None = None,
     ) -> CallOutcome:
         self.endpoints.append(endpoint)
+        self.calls.append((name, dict(arguments or {})))
         if self.error:
             raise self.error
-        return CallOutcome(text=f"{name} ran", is_error=False)
+        return CallOutcome(text=f"{name} ran", is_error=False, era="modern")

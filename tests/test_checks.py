@@ -28,6 +28,12 @@ BAD_VALUES = [
     ("NR_LLM_REQUEST_EVENTS", ["include_cancelled"], "nr_llm.E004"),
     ("NR_LLM_REQUEST_EVENTS", {"include_canceled": True}, "nr_llm.E004"),
     ("NR_LLM_REQUEST_EVENTS", {"include_cancelled": "yes"}, "nr_llm.E004"),
+    ("NR_LLM_TOOL_CALL_PREVIEW_CHARS", -1, "nr_llm.E020"),
+    ("NR_LLM_TOOL_CALL_PREVIEW_CHARS", "500", "nr_llm.E020"),
+    ("NR_LLM_APPROVAL_EXPIRY_SECONDS", 0, "nr_llm.E021"),
+    ("NR_LLM_APPROVAL_EXPIRY_SECONDS", "an hour", "nr_llm.E021"),
+    ("NR_LLM_APPROVAL_SECOND_APPROVER", "false", "nr_llm.E022"),
+    ("NR_LLM_DATA_CLASS_CEILING", "public", "nr_llm.E023"),
     ("NR_LLM_MCP_CA_BUNDLE", "/nonexistent/nr-llm/ca.pem", "nr_llm.E007"),
     ("NR_LLM_MCP_CA_BUNDLE", ["/etc/ssl/ca.pem"], "nr_llm.E007"),
 ]
@@ -51,6 +57,10 @@ def test_check_command_fails_on_bad_value(name, value, check_id):
         ("NR_LLM_MCP_ERA_CACHE_SECONDS", "120"),
         ("NR_LLM_CREDENTIAL_KEYS", ["a-sufficiently-long-key"]),
         ("NR_LLM_REQUEST_EVENTS", {"include_cancelled": True}),
+        ("NR_LLM_TOOL_CALL_PREVIEW_CHARS", 0),
+        ("NR_LLM_APPROVAL_EXPIRY_SECONDS", 900),
+        ("NR_LLM_APPROVAL_SECOND_APPROVER", True),
+        ("NR_LLM_DATA_CLASS_CEILING", "sourceCode"),
     ],
 )
 def test_check_command_passes_on_good_value(name, value):

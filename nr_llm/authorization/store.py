@@ -18,9 +18,9 @@ Three rules from the issues shape it:
   block around a tool call, ``ATOMIC_REQUESTS``) must not take the new one with it. A
   save (or the commit that ends the lock) that fails is raised to the caller.
 
-Both need a transaction that is not the caller's. Django gives each thread its own
-connection, so the store's writes run on a short-lived thread of their own: its
-transaction commits whatever the calling thread later does with its own.
+Both need a transaction that is not the caller's (``nr_llm.own_transaction``): the store's
+writes run on a thread of their own, whose transaction commits whatever the calling thread
+later does with its own.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from ..mcp.errors import AuthorizationError, McpTransportError
 from ..mcp.oauth import ClientRegistration, Grant
 from ..mcp.oauth.store import ServerLocks, lock_wait_seconds, wait_exhausted
 from ..models import McpServer
+from ..own_transaction import run_in_own_transaction
 from .models import OAuthGrantRecord
 
 T = TypeVar("T")
@@ -55,28 +56,6 @@ _SERVER_LOCKS = ServerLocks()
 _LOCK_NOT_AVAILABLE = "55P03"
 # Time for the lock thread to connect and start beyond its lock wait before it is given up.
 _START_SECONDS = 1.0
-
-
-def _own_transaction(work: Callable[[], T]) -> T:
-    """Run ``work`` in a transaction committed on its own, whatever the caller's state; its
-    result is returned only once committed (a failed commit is raised)."""
-    result: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            with transaction.atomic():
-                value = work()
-        except BaseException as exc:  # handed to the caller, raised there
-            result.set_exception(exc)
-        else:
-            result.set_result(value)
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=run, name="nr-llm-grant-store", daemon=True)
-    worker.start()
-    worker.join()
-    return result.result()
 
 
 class _LockHolder:
@@ -292,7 +271,7 @@ class DatabaseGrantStore:
         if holder is not None:
             return holder.call(work)
         with _typed_errors(server, None):
-            return _own_transaction(work)
+            return run_in_own_transaction(work, name="nr-llm-grant-store")
 
 
 def _record(server: str) -> OAuthGrantRecord | None:

@@ -8,7 +8,7 @@ trusts nothing from its query string beyond the state it looks up.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -26,8 +26,20 @@ from django.urls import reverse
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
 from . import service
 
-if TYPE_CHECKING:
-    from ..admin import McpServerAdmin
+
+class McpServerAdmin(Protocol):
+    """What these pages need of the server admin; a protocol, so this module imports no admin
+    (the admin imports it to route to these pages)."""
+
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: Any = None
+    ) -> McpServer | None: ...
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool: ...
+
+    def message_user(
+        self, request: HttpRequest, message: str, level: int = ..., *args: Any, **kwargs: Any
+    ) -> None: ...
 
 
 def _change_page(server: McpServer) -> HttpResponseRedirect:

@@ -26,6 +26,7 @@ does not do"): the budget decides what the next leg gets and whether it is sent 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -211,7 +212,8 @@ class McpClient:
             result, latency_ms = conversation.request(
                 "tools/call", {"name": name, "arguments": arguments}, headers
             )
-            return outcome_of(result, endpoint.identifier), latency_ms
+            outcome = outcome_of(result, endpoint.identifier)
+            return dataclasses.replace(outcome, era=conversation.era), latency_ms
 
         return self._operate(endpoint, call, responder=responder)
 

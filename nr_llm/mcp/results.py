@@ -32,3 +32,5 @@ class ConnectionReport:
 class CallOutcome:
     text: str
     is_error: bool
+    # The era the answer came in ("modern" or "handshake"), for the ledger; "" when not known.
+    era: str = ""

@@ -7,8 +7,7 @@ from django.db import migrations, models
 # its next import pins it (catalogue._pin compares what it stored then).
 class Migration(migrations.Migration):
     dependencies = [
-        # Written on 0003_oauth_authorization; chained after 0006, which landed on main first.
-        ("nr_llm", "0006_oauth_pinned_issuer"),
+        ("nr_llm", "0004_oauth_pinned_issuer"),
     ]
 
     operations = [

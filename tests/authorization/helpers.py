@@ -26,6 +26,8 @@ def oauth_server(peers: OAuthPeers, **fields: Any) -> McpServer:
         "auth_placement": "oauth",
         "enabled": True,
         "data_class": "publicContent",
+        # These tests exercise authorization; the approval step has its own (tests/governance).
+        "requires_approval": False,
         **fields,
     }
     return McpServer.objects.create(**values)

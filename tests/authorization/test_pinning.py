@@ -41,6 +41,8 @@ def _server(url: str, **fields: Any) -> McpServer:
         "auth_placement": "oauth",
         "enabled": True,
         "data_class": "publicContent",
+        # Calls run at once here; the approval step has its own tests (tests/governance).
+        "requires_approval": False,
         **fields,
     }
     return McpServer.objects.create(**values)
@@ -182,12 +184,12 @@ def test_disconnect_revokes_only_at_the_pinned_issuer() -> None:
 
 
 def test_the_migration_keeps_existing_rows_working_where_it_can() -> None:
-    """0006 on rows from before it: a pre-registered server with a grant gets the issuer it was
+    """0004 on rows from before it: a pre-registered server with a grant gets the issuer it was
     authorized by; one without stays empty (the admin asks for it); a grant whose resource covers
     the URL is bound to it, one whose URL was edited away stays unbound (set aside)."""
     executor = MigrationExecutor(connection)
-    # Just before 0006, whatever it is chained after.
-    parents = executor.loader.graph.node_map[("nr_llm", "0006_oauth_pinned_issuer")].parents
+    # Just before 0004.
+    parents = executor.loader.graph.node_map[("nr_llm", "0004_oauth_pinned_issuer")].parents
     [before] = [parent for parent in parents if parent.key[0] == "nr_llm"]
     executor.migrate([before.key])
     apps = executor.loader.project_state([before.key]).apps

@@ -37,6 +37,7 @@ def _tool() -> McpTool:
         auth_placement="oauth",
         enabled=True,
         data_class="publicContent",
+        requires_approval=False,
     )
     return McpTool.objects.create(
         server=server,

@@ -64,3 +64,12 @@ def chromium_page(profile: Path, *, width: int = 1600, height: int = 900) -> Ite
             yield context.new_page()
         finally:
             context.close()
+
+
+def log_in(page: Any, site: str, username: str = "admin", password: str = "password") -> None:
+    """Sign in to the admin at ``site`` (pytest-django's admin_user by default)."""
+    page.goto(f"{site}/admin/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_selector("#user-tools")

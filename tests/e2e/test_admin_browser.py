@@ -133,6 +133,8 @@ def test_operator_adds_tests_imports_enables_and_tries_a_tool(
         page.fill("#id_url", mcp_url)
         page.check("#id_enabled")
         page.select_option("#id_data_class", "publicContent")
+        # Calls run at once here; the approval step has its own browser test.
+        page.uncheck("#id_requires_approval")
         page.click("input[name=_save]")
         page.wait_for_selector("ul.messagelist")
         assert "was added successfully" in page.locator("ul.messagelist").inner_text()

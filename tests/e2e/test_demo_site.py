@@ -206,20 +206,40 @@ def protected_server(demo: Demo) -> dict[str, object]:
     return dict(zip(fields, row, strict=True))
 
 
+def enable_tool(demo: Demo, browser: requests.Session, tool_name: str) -> int:
+    """Imported tools start disabled: the changelist's action enables one, as a newcomer would."""
+    with contextlib.closing(demo_database(demo)) as database:
+        (tool_pk,) = database.execute(
+            "SELECT id FROM nr_llm_mcptool WHERE tool_name = ?", (tool_name,)
+        ).fetchone()
+    site = f"http://127.0.0.1:{demo.site_port}"
+    enabled = _post(
+        browser, f"{site}/admin/nr_llm/mcptool/", {"action": "enable_tools", "_selected_action": str(tool_pk)}
+    )
+    assert enabled.status_code == 302, enabled.text[:2000]
+    return int(tool_pk)
+
+
+def sign_in_to_admin(demo: Demo, browser: requests.Session) -> None:
+    """The admin's login form, with the banner's login."""
+    site = f"http://127.0.0.1:{demo.site_port}"
+    admin, _, password = demo.banner_value("login:").partition(" / ")
+    signed_in = _post(
+        browser, f"{site}/admin/login/", {"username": admin, "password": password, "next": "/admin/"}
+    )
+    assert signed_in.status_code == 302, signed_in.text[:2000]
+
+
 def connect_protected(demo: Demo, browser: requests.Session) -> str:
     """Sign in to the admin with the banner's login, press Connect on 'protected', sign in and
     consent at the authorization server as the banner's operator; returns the page the callback
     lands on (the server's change page)."""
     site = f"http://127.0.0.1:{demo.site_port}"
     issuer = f"http://127.0.0.1:{demo.auth_port}"
-    admin, _, admin_password = demo.banner_value("login:").partition(" / ")
     operator, _, operator_password = demo.banner_value("its login:").partition(" / ")
     pk = protected_server(demo)["id"]
     change_page = f"{site}/admin/nr_llm/mcpserver/{pk}/change/"
-    signed_in = _post(
-        browser, f"{site}/admin/login/", {"username": admin, "password": admin_password, "next": "/admin/"}
-    )
-    assert signed_in.status_code == 302, signed_in.text[:2000]
+    sign_in_to_admin(demo, browser)
     page = browser.get(change_page, timeout=REQUEST_SECONDS)
     # The redirect URI the page tells an operator to register is the one the AS was seeded with.
     assert f"{site}/admin/nr_llm/mcpserver/oauth/callback/" in page.text
@@ -282,19 +302,7 @@ def test_a_newcomer_connects_the_protected_server_imports_it_and_tries_a_tool(de
         assert "protected: 3 imported, 0 skipped, 0 orphaned" in done.stdout
         assert tool_names(demo, "protected") == {"whoami", "echo", "admin_report"}
 
-        with contextlib.closing(demo_database(demo)) as database:
-            (tool_pk,) = database.execute(
-                "SELECT tool.id FROM nr_llm_mcptool AS tool JOIN nr_llm_mcpserver AS server"
-                " ON tool.server_id = server.id WHERE server.identifier = 'protected'"
-                " AND tool.remote_name = 'whoami'"
-            ).fetchone()
-        # Imported tools start disabled; the changelist's action enables one, as a newcomer would.
-        enabled_tool = _post(
-            browser,
-            f"{site}/admin/nr_llm/mcptool/",
-            {"action": "enable_tools", "_selected_action": str(tool_pk)},
-        )
-        assert enabled_tool.status_code == 302, enabled_tool.text[:2000]
+        tool_pk = enable_tool(demo, browser, "mcp_protected_whoami")
         tried = _post(
             browser, f"{site}/admin/nr_llm/mcptool/{tool_pk}/try/", {"arguments": "{}", "_run": "Run tool"}
         )
@@ -323,3 +331,40 @@ def test_a_second_make_demo_keeps_its_secrets_and_needs_only_a_reconnect(tmp_pat
         done = import_protected(second)
         assert done.returncode == 0, done.stderr
         assert "protected: 3 imported, 0 skipped, 0 orphaned" in done.stdout
+
+
+def test_a_newcomer_sees_a_call_wait_approves_it_and_resumes_it(demo: Demo) -> None:
+    """The banner's approval path on the seeded 'guarded' server: import it, enable echo, mcp_call
+    exits 3 with the call's id, the admin's Approve records the decision, mcp_call --resume answers."""
+    site = f"http://127.0.0.1:{demo.site_port}"
+    manage = demo.banner_value("manage.py:").removesuffix("mcp_import demo")
+    assert "mcp_call mcp_guarded_echo" in demo.banner
+    done = users_shell(manage + "mcp_import guarded")
+    assert done.returncode == 0, done.stderr
+    with requests.Session() as browser:
+        sign_in_to_admin(demo, browser)
+        enable_tool(demo, browser, "mcp_guarded_echo")
+
+        waiting = users_shell(manage + """mcp_call mcp_guarded_echo --args '{"text": "hi from the demo"}'""")
+        assert waiting.returncode == 3, (waiting.stdout, waiting.stderr)
+        call_id = waiting.stderr.split("tool call ", 1)[1].split(" ", 1)[0]
+        assert str(uuid.UUID(call_id)) == call_id
+
+        change_page = f"{site}/admin/nr_llm/toolcallapproval/{call_id}/change/"
+        page = browser.get(change_page, timeout=REQUEST_SECONDS)
+        assert "hi from the demo" in page.text and 'name="_approve"' in page.text
+        fields = form_fields(page_form(page.text, "toolcallapproval_form"))
+        approved = browser.post(
+            f"{site}/admin/nr_llm/toolcallapproval/{call_id}/approve/",
+            data={
+                "csrfmiddlewaretoken": fields["csrfmiddlewaretoken"],
+                "digest": fields["digest"],
+                "note": "ok",
+            },
+            headers={"Referer": change_page},
+            timeout=REQUEST_SECONDS,
+        )
+        assert f"Tool call {call_id} approved" in approved.text, approved.text[:3000]
+
+    resumed = users_shell(manage + f"mcp_call --resume {call_id}")
+    assert (resumed.returncode, resumed.stdout) == (0, "hi from the demo\n"), resumed.stderr

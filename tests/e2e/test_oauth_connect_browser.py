@@ -60,6 +60,7 @@ def _protected_server(peers: OAuthPeers) -> McpServer:
         auth_placement="oauth",
         enabled=True,
         data_class="publicContent",
+        requires_approval=False,
     )
 
 

@@ -1,0 +1,10 @@
+"""Governance of tool calls on the Django side: the ledger, approvals, the data-class ceiling.
+
+- ``models``: ``ToolCall``, one row per ``execute()``, written in a transaction of its own;
+- ``ledger``: those writes, the arguments' canonical JSON and digest, encryption at rest;
+- ``decisions``: approve, deny, expiry, and the claim that lets an approved call run once;
+- ``ceiling``: the order of the six data classes and what a ceiling lets through;
+- ``admin``: the Tool calls and Approvals pages.
+
+The API a site calls is ``nr_llm.tools`` (``execute``, ``resume``, ``approve``, ``deny``).
+"""

@@ -1,0 +1,389 @@
+"""The Tool calls and Approvals pages. Thin: the buttons call ``decisions`` and ``tools.resume``.
+
+Rows are the ledger's: nobody adds, edits or deletes them here. The arguments and the kept
+answer are shown (decrypted) only to staff holding ``view_toolcall_arguments`` or
+``approve_toolcall``; Approve, Deny and Run are POST-only, CSRF-protected buttons on the
+call's page, for holders of ``approve_toolcall``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Case, Count, IntegerField, OuterRef, Subquery, Value, When
+from django.db.models.functions import Coalesce, Now
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.text import Truncator
+
+from ..credentials import CredentialUnavailable
+from ..models import McpTool
+from . import columns, decisions, ledger
+from .models import PENDING, ToolCall, ToolCallApproval, ToolCallStatus
+
+logger = logging.getLogger("nr_llm.governance")
+
+STYLES = {"all": ["nr_llm/admin.css"]}
+ARGUMENTS_PERMISSION = "nr_llm.view_toolcall_arguments"
+MESSAGE_PREVIEW_CHARS = 300
+HIDDEN = "hidden: needs the permission “Can view tool call arguments and results”"
+
+
+def may_see_arguments(request: HttpRequest) -> bool:
+    return request.user.has_perm(ARGUMENTS_PERMISSION) or request.user.has_perm(decisions.APPROVE_PERMISSION)
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
+    change_form_template = "admin/nr_llm/toolcall/change_form.html"
+    # Related facts share a column so the list fits a 1280 px screen beside the filters.
+    list_display = ["when_column", "tool_column", "actor_label", "status_column"]
+    list_display_links = ["when_column"]
+    list_filter = [
+        "status",
+        ("server_identifier", admin.AllValuesFieldListFilter),
+        ("tool_name", admin.AllValuesFieldListFilter),
+        ("actor_label", admin.AllValuesFieldListFilter),
+    ]
+    date_hierarchy = "created"
+    search_fields = ["tool_name", "server_identifier", "actor_label"]
+    ordering = ["-created"]
+    list_per_page = 50
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "id",
+                    "created",
+                    "tool_column",
+                    "actor_column",
+                    "status_column",
+                    "era",
+                    "duration_ms",
+                    "data_class_column",
+                ]
+            },
+        ),
+        ("Arguments", {"fields": ["arguments_column", "digest_column", "result_column"]}),
+        (
+            "Approval",
+            {"fields": ["expires_at", "decision_column", "decided_at", "decision_note"]},
+        ),
+        (
+            "The tool as it was when the call was made",
+            {"fields": ["tool_description", "schema_column", "definition_now_column"]},
+        ),
+    ]
+    # Every field is read-only; the two "hidden" stand-ins replace the arguments and the answer
+    # for staff who may not read them (get_fieldsets).
+    readonly_fields = [
+        *(name for _, options in fieldsets for name in options["fields"] if isinstance(name, str)),
+        "arguments_hidden",
+        "result_hidden",
+    ]
+
+    class Media:
+        css = STYLES
+
+    # -- the ledger is written by the ledger only ---------------------------------------
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # An audit row is kept; old rows are pruned by the site's own retention job, if any.
+        return False
+
+    # -- pages ----------------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        # Before the inherited patterns: their "<object_id>/" would otherwise swallow these.
+        wrap = self.admin_site.admin_view
+        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        return [
+            path(
+                "<path:object_id>/approve/",
+                wrap(lambda request, object_id: self.decide(request, object_id, "approve")),
+                name=f"{name}_approve",
+            ),
+            path(
+                "<path:object_id>/deny/",
+                wrap(lambda request, object_id: self.decide(request, object_id, "deny")),
+                name=f"{name}_deny",
+            ),
+            path(
+                "<path:object_id>/resume/",
+                wrap(lambda request, object_id: self.resume(request, object_id)),
+                name=f"{name}_resume",
+            ),
+            *super().get_urls(),
+        ]
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        _expire_due()
+        return super().changelist_view(request, extra_context)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> Any:
+        _expire_due()
+        call = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if call is not None and request.user.has_perm(decisions.APPROVE_PERMISSION):
+            context["decision"] = self._decision_context(call)
+        return super().change_view(request, object_id, form_url, context)
+
+    def _decision_context(self, call: ToolCall) -> dict[str, Any]:
+        name = f"admin:{self.opts.app_label}_{self.opts.model_name}"
+        return {
+            "can_approve": call.status == ToolCallStatus.AWAITING_APPROVAL,
+            "can_deny": call.status in PENDING,
+            "can_resume": call.status == ToolCallStatus.APPROVED,
+            "approve_url": reverse(f"{name}_approve", args=[call.pk]),
+            "deny_url": reverse(f"{name}_deny", args=[call.pk]),
+            "resume_url": reverse(f"{name}_resume", args=[call.pk]),
+            "digest": call.arguments_digest,
+        }
+
+    def decide(self, request: HttpRequest, object_id: str, verb: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        note = request.POST.get("note", "")
+        try:
+            if verb == "approve":
+                done = decisions.approve(object_id, request.user, note, digest=request.POST.get("digest"))
+                text = f"Tool call {done.call_id} approved{' (self-approved)' if done.self_approved else ''}."
+                text += (
+                    " It runs when it is resumed: the site's agent loop, manage.py mcp_call --resume, or Run."
+                )
+            else:
+                done = decisions.deny(object_id, request.user, note)
+                text = f"Tool call {done.call_id} denied; it will not run."
+        except decisions.DecisionRefused as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return self._back(object_id)
+        self.message_user(request, text, messages.SUCCESS)
+        return self._back(object_id)
+
+    def resume(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        # Running a call acts on a remote system: the approver's right, checked before the id.
+        if not request.user.has_perm(decisions.APPROVE_PERMISSION):
+            self.message_user(
+                request,
+                f"You may not run tool calls: that needs the permission {decisions.APPROVE_PERMISSION}.",
+                messages.ERROR,
+            )
+            return self._back(object_id)
+        from ..tools import resume  # the tool API imports this package
+
+        result = resume(object_id)
+        shown = Truncator(" ".join(result.text.split())).chars(MESSAGE_PREVIEW_CHARS)
+        level = {
+            "succeeded": messages.SUCCESS,
+            "running": messages.INFO,
+            "awaiting_approval": messages.WARNING,
+        }
+        self.message_user(
+            request,
+            f"Tool call {object_id} ({result.status}): {shown}",
+            level.get(result.status, messages.ERROR),
+        )
+        return self._back(object_id)
+
+    def _back(self, object_id: str) -> HttpResponseRedirect:
+        name = f"admin:{self.opts.app_label}_{self.opts.model_name}"
+        try:
+            pk = decisions.parse_call_id(object_id)
+        except decisions.DecisionRefused:
+            return HttpResponseRedirect(reverse(f"{name}_changelist"))
+        if not ToolCall.objects.filter(pk=pk).exists():
+            return HttpResponseRedirect(reverse(f"{name}_changelist"))
+        return HttpResponseRedirect(reverse(f"{name}_change", args=[pk]))
+
+    # -- columns ----------------------------------------------------------------------------
+
+    @admin.display(description="when", ordering="created")
+    def when_column(self, obj: ToolCall) -> SafeString:
+        return columns.when(obj, timezone.now())
+
+    @admin.display(description="tool · server", ordering="tool_name")
+    def tool_column(self, obj: ToolCall) -> SafeString:
+        return columns.tool(obj)
+
+    @admin.display(description="status", ordering="status")
+    def status_column(self, obj: ToolCall) -> SafeString:
+        return columns.status(obj, timezone.now())
+
+    @admin.display(description="actor")
+    def actor_column(self, obj: ToolCall) -> str:
+        if not obj.actor_label:
+            return "not named by the caller"
+        return (
+            f"{obj.actor_label} (user)"
+            if obj.actor_user_id
+            else f"{obj.actor_label} (label given by the caller)"
+        )
+
+    @admin.display(description="data class · ceiling")
+    def data_class_column(self, obj: ToolCall) -> str:
+        from .ceiling import label
+
+        if not obj.data_class:
+            return f"none (local tool or no server) · ceiling {label(obj.data_class_ceiling) or 'none'}"
+        return f"{label(obj.data_class)} · ceiling {label(obj.data_class_ceiling) or 'none'}"
+
+    @admin.display(description="arguments")
+    def arguments_column(self, obj: ToolCall) -> SafeString | str:
+        try:
+            return columns.pretty_json(ledger.arguments_of(obj))
+        except CredentialUnavailable as exc:
+            return f"cannot be shown: {exc}"
+
+    @admin.display(description="arguments")
+    def arguments_hidden(self, obj: ToolCall) -> str:
+        return HIDDEN
+
+    @admin.display(description="arguments SHA-256")
+    def digest_column(self, obj: ToolCall) -> SafeString:
+        return columns.digest(obj)
+
+    @admin.display(description="answer (kept start)")
+    def result_column(self, obj: ToolCall) -> SafeString | str:
+        try:
+            kept = ledger.preview_of(obj)
+        except CredentialUnavailable as exc:
+            return f"cannot be shown: {exc}"
+        return format_html("<pre>{}</pre>", kept) if kept else "none kept"
+
+    @admin.display(description="answer (kept start)")
+    def result_hidden(self, obj: ToolCall) -> str:
+        return HIDDEN
+
+    @admin.display(description="decision")
+    def decision_column(self, obj: ToolCall) -> SafeString | str:
+        if obj.status == ToolCallStatus.DENIED:
+            return f"denied by {obj.approver_label}"
+        if obj.approved_digest:
+            how = "self-approved (by the user who made the call)" if obj.self_approved else "approved"
+            return format_html(
+                "{} by {}; bound to <code>{}</code>",
+                how,
+                obj.approver_label,
+                obj.approved_digest[: columns.DIGEST_SHOWN],
+            )
+        if obj.status == ToolCallStatus.AWAITING_APPROVAL:
+            return "none yet"
+        return "none needed" if obj.status != ToolCallStatus.EXPIRED else "none before it expired"
+
+    @admin.display(description="input schema")
+    def schema_column(self, obj: ToolCall) -> SafeString:
+        return columns.pretty_json(obj.tool_input_schema)
+
+    @admin.display(description="the tool now")
+    def definition_now_column(self, obj: ToolCall) -> SafeString | str:
+        if obj.tool_id is None:
+            return (
+                "no catalogue tool (a local tool)"
+                if not obj.server_identifier
+                else "no longer in the catalogue"
+            )
+        now = McpTool.objects.filter(pk=obj.tool_id).values("description", "input_schema").first()
+        if now is None:
+            return "no longer in the catalogue"
+        if (now["description"], now["input_schema"]) == (obj.tool_description, obj.tool_input_schema):
+            return "unchanged since the call"
+        return format_html(
+            '<strong class="nr-llm-warning">{}</strong>',
+            "changed since the call: a resume refuses to run it",
+        )
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        # Fields, not a check inside them: a display method has no request to ask.
+        if may_see_arguments(request):
+            return self.fieldsets
+        hidden = {"arguments_column": "arguments_hidden", "result_column": "result_hidden"}
+        return [
+            (
+                title,
+                {
+                    **options,
+                    "fields": [
+                        hidden.get(name, name) if isinstance(name, str) else name
+                        for name in options["fields"]
+                    ],
+                },
+            )
+            for title, options in self.fieldsets or []
+        ]
+
+
+@admin.register(ToolCallApproval)
+class ToolCallApprovalAdmin(ToolCallAdmin):
+    """The same rows, calls awaiting a decision first, then approved ones, then the rest."""
+
+    list_filter = ["status", ("server_identifier", admin.AllValuesFieldListFilter)]
+    ordering = [
+        Case(
+            When(status=ToolCallStatus.AWAITING_APPROVAL, then=Value(0)),
+            When(status=ToolCallStatus.APPROVED, then=Value(1)),
+            default=Value(2),
+            output_field=IntegerField(),
+        ).asc(),
+        "-created",
+    ]
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.has_perm("nr_llm.view_toolcall") or request.user.has_perm(
+            decisions.APPROVE_PERMISSION
+        )
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+
+def awaiting_count() -> Any:
+    """A per-server subquery of calls awaiting approval, for the server changelist (no extra join)."""
+    waiting = (
+        ToolCall.objects.filter(
+            server=OuterRef("pk"), status=ToolCallStatus.AWAITING_APPROVAL, expires_at__gt=Now()
+        )
+        .order_by()
+        .values("server")
+        .annotate(count=Count("pk"))
+        .values("count")
+    )
+    return Coalesce(Subquery(waiting, output_field=IntegerField()), 0)
+
+
+def awaiting_link(identifier: str, count: int) -> SafeString:
+    """ "2 awaiting approval", linking to them; "" when none waits."""
+    if not count:
+        return SafeString("")
+    url = reverse("admin:nr_llm_toolcallapproval_changelist")
+    query = f"?status__exact={ToolCallStatus.AWAITING_APPROVAL}&server_identifier={identifier}"
+    return format_html(
+        '<div><a class="nr-llm-awaiting" href="{}{}">{} awaiting approval</a></div>', url, query, count
+    )
+
+
+def _expire_due() -> None:
+    """Pending calls past their time are shown (and filtered) as expired, not as waiting."""
+    try:
+        decisions.expire_due()
+    except ledger.LedgerUnavailable as exc:
+        logger.warning("could not expire overdue tool calls: %s", exc)

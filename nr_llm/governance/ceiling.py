@@ -1,0 +1,50 @@
+"""The data-class ceiling: the most sensitive data a caller's tools may see.
+
+The six data classes are ordered; a caller (one agent loop, one model provider) names the
+highest it accepts, and a tool whose server is declared above it is neither offered nor run.
+A data class this version does not know ranks above every ceiling: it is never let through
+unjudged.
+"""
+
+from __future__ import annotations
+
+from ..conf import conf
+from ..models import DataClass
+
+#: Least to most sensitive.
+ORDER: tuple[str, ...] = (
+    DataClass.PUBLIC_CONTENT,
+    DataClass.EDITOR_CONTENT,
+    DataClass.SOURCE_CODE,
+    DataClass.INTERNAL_CONFIGURATION,
+    DataClass.SYSTEM_DIAGNOSTICS,
+    DataClass.SECRET_ADJACENT,
+)
+
+
+def resolve(ceiling: str | None) -> str:
+    """The ceiling to apply: the caller's, else ``NR_LLM_DATA_CLASS_CEILING``.
+
+    Raises ``ValueError`` for a value that is not a data class (a caller's programming error).
+    """
+    if ceiling is None:
+        return conf.DATA_CLASS_CEILING
+    if ceiling not in ORDER:
+        raise ValueError(f"data_class_ceiling must be one of {', '.join(ORDER)}, not {ceiling!r}")
+    return str(ceiling)
+
+
+def allows(ceiling: str, data_class: str) -> bool:
+    """Whether a server declared ``data_class`` is within ``ceiling`` (both as stored)."""
+    if data_class not in ORDER or ceiling not in ORDER:
+        return False
+    return ORDER.index(data_class) <= ORDER.index(ceiling)
+
+
+def within(ceiling: str) -> tuple[str, ...]:
+    """The data classes ``ceiling`` lets through, for a query filter."""
+    return ORDER[: ORDER.index(ceiling) + 1] if ceiling in ORDER else ()
+
+
+def label(data_class: str) -> str:
+    return DataClass(data_class).label if data_class in DataClass.values else data_class

@@ -1,0 +1,210 @@
+"""The approval state machine: approve, deny, expire, and the claim that lets a call run once.
+
+::
+
+    awaiting_approval --approve--> approved --claim (resume)--> running --> succeeded | failed
+            |                          |
+            +--deny--> denied <--deny--+
+            +--past expires_at--> expired <--past expires_at (not resumed in time)
+
+Every move is one conditional ``UPDATE … WHERE status = <the state it leaves>`` inside the
+ledger's own transaction, after a ``SELECT … FOR UPDATE`` of the row: PostgreSQL serialises
+two deciders on the row lock, and on SQLite (where ``FOR UPDATE`` does nothing) the
+condition alone lets exactly one of them move the row. A decision binds the digest of the
+arguments the approver was shown; ``resume`` runs only a call whose arguments still have it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from ..conf import conf
+from ..mcp.text import clean
+from . import ledger
+from .ledger import LedgerUnavailable, WallClock
+from .models import PENDING, ToolCall, ToolCallStatus
+
+APPROVE_PERMISSION = "nr_llm.approve_toolcall"
+NOTE_CHARS = 2000
+
+
+class DecisionRefused(Exception):
+    """An approval or denial that was not recorded; the message says why, for the person."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    call_id: uuid.UUID
+    status: str
+    approver: str
+    decided_at: datetime
+    self_approved: bool = False
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What ``resume`` found: the row as read, and whether this caller may run it now."""
+
+    call: ToolCall
+    claimed: bool
+
+
+def parse_call_id(value: object) -> uuid.UUID:
+    """A call id from a URL, a command line or a caller; ``DecisionRefused`` when it is none."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value).strip())
+    except ValueError:
+        raise DecisionRefused(f"{clean(value, 60)!r} is not a tool call id (a UUID).") from None
+
+
+def approve(
+    call_id: object, user: Any, note: str = "", *, digest: str | None = None, clock: WallClock | None = None
+) -> Decision:
+    """Approve an awaiting call for ``user`` (who needs ``nr_llm.approve_toolcall``).
+
+    ``digest``: the arguments digest the approver was shown; a different one is refused, so
+    what is approved is exactly what was read. Self-approval is recorded as such, and refused
+    when ``NR_LLM_APPROVAL_SECOND_APPROVER`` is on.
+    """
+    return _decide(call_id, user, note, ToolCallStatus.APPROVED, digest, clock or timezone.now)
+
+
+def deny(call_id: object, user: Any, note: str = "", *, clock: WallClock | None = None) -> Decision:
+    """Deny an awaiting call, or withdraw an approval the call has not yet run on."""
+    return _decide(call_id, user, note, ToolCallStatus.DENIED, None, clock or timezone.now)
+
+
+def _decide(
+    call_id: object, user: Any, note: str, verdict: str, digest: str | None, clock: WallClock
+) -> Decision:
+    pk = parse_call_id(call_id)
+    verb, done = ("approve", "approved") if verdict == ToolCallStatus.APPROVED else ("deny", "denied")
+    if not (getattr(user, "is_active", False) and user.has_perm(APPROVE_PERMISSION)):
+        who = user.get_username() if getattr(user, "is_authenticated", False) else "an anonymous user"
+        raise DecisionRefused(
+            f"{who} may not {verb} tool calls: that needs the permission “Can approve or deny tool calls” "
+            f"({APPROVE_PERMISSION})."
+        )
+    now = clock()
+    approver = {"approver_id": user.pk, "approver_label": clean(user.get_username(), ledger.LABEL_CHARS)}
+
+    def move() -> Decision | str:
+        call = ToolCall.objects.select_for_update().filter(pk=pk).first()
+        if call is None:
+            return f"There is no tool call {pk}."
+        if _expire_if_due(call, now):
+            expired = _moment(call.expires_at)
+            return f"Tool call {pk} expired at {expired} without being run; nothing was {done}."
+        leaving = (ToolCallStatus.AWAITING_APPROVAL,) if verdict == ToolCallStatus.APPROVED else PENDING
+        if call.status not in leaving:
+            return f"Tool call {pk} is already {_state(call)}; nothing was {done}."
+        if digest is not None and digest != call.arguments_digest:
+            return (
+                f"Tool call {pk} has other arguments than the ones shown (digest mismatch); "
+                "nothing was approved."
+            )
+        own = _is_own(call, user)
+        if own and verdict == ToolCallStatus.APPROVED and conf.APPROVAL_SECOND_APPROVER:
+            return (
+                f"Tool call {pk} was made by {call.actor_label}: another person must approve it "
+                "(NR_LLM_APPROVAL_SECOND_APPROVER is on)."
+            )
+        changes: dict[str, Any] = {
+            "status": verdict,
+            "decided_at": now,
+            "decision_note": note.strip()[:NOTE_CHARS],
+            "self_approved": own and verdict == ToolCallStatus.APPROVED,
+            **approver,
+        }
+        if verdict == ToolCallStatus.APPROVED:
+            # The resume window starts at the decision, so an approval near the end of the
+            # wait is not worthless; the digest is the one the approver's row carried.
+            changes.update(approved_digest=call.arguments_digest, expires_at=now + ledger.expiry())
+        else:
+            # A withdrawn approval binds nothing any more.
+            changes.update(finished_at=now, approved_digest="")
+        moved = ToolCall.objects.filter(pk=pk, status=call.status).update(**changes)
+        if not moved:
+            return f"Tool call {pk} was decided by someone else meanwhile; nothing was {done}."
+        return Decision(pk, verdict, approver["approver_label"], now, changes["self_approved"])
+
+    try:
+        outcome = ledger.write(move)
+    except LedgerUnavailable as exc:
+        raise DecisionRefused(f"The decision on tool call {pk} could not be recorded: {exc}.") from exc
+    if isinstance(outcome, str):
+        raise DecisionRefused(outcome)
+    return outcome
+
+
+def claim(call_id: uuid.UUID, clock: WallClock) -> Claim | None:
+    """Move an approved call to running, for one caller only; None when there is no such call."""
+    now = clock()
+
+    def move() -> Claim | None:
+        call = ToolCall.objects.select_for_update().filter(pk=call_id).first()
+        if call is None:
+            return None
+        _expire_if_due(call, now)
+        if call.status != ToolCallStatus.APPROVED:
+            return Claim(call, claimed=False)
+        claimed = bool(
+            ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.APPROVED).update(
+                status=ToolCallStatus.RUNNING, started_at=now
+            )
+        )
+        if claimed:
+            call.status, call.started_at = ToolCallStatus.RUNNING, now
+        else:
+            call.refresh_from_db()
+        return Claim(call, claimed)
+
+    return ledger.write(move)
+
+
+def expire_due(clock: WallClock | None = None) -> int:
+    """Expire every pending call past its time (the admin runs it before listing calls)."""
+    now = (clock or timezone.now)()
+    return ledger.write(
+        lambda: ToolCall.objects.filter(status__in=PENDING, expires_at__lte=now).update(
+            status=ToolCallStatus.EXPIRED, error_kind="expired", finished_at=now
+        )
+    )
+
+
+def _expire_if_due(call: ToolCall, now: datetime) -> bool:
+    if call.status not in PENDING or call.expires_at is None or call.expires_at > now:
+        return call.status == ToolCallStatus.EXPIRED
+    if ToolCall.objects.filter(pk=call.pk, status=call.status).update(
+        status=ToolCallStatus.EXPIRED, error_kind="expired", finished_at=now
+    ):
+        call.status, call.error_kind, call.finished_at = ToolCallStatus.EXPIRED, "expired", now
+    else:
+        call.refresh_from_db()
+    return call.status == ToolCallStatus.EXPIRED
+
+
+def _is_own(call: ToolCall, user: Any) -> bool:
+    if call.actor_user_id is not None:
+        return bool(call.actor_user_id == user.pk)
+    return bool(call.actor_label) and call.actor_label == user.get_username()
+
+
+def _state(call: ToolCall) -> str:
+    label = ToolCallStatus(call.status).label.lower() if call.status in ToolCallStatus.values else call.status
+    if call.status in (ToolCallStatus.APPROVED, ToolCallStatus.DENIED) and call.approver_label:
+        return f"{label} by {call.approver_label} at {_moment(call.decided_at)}"
+    if call.status in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
+        return f"run ({label} at {_moment(call.finished_at)})"
+    return label
+
+
+def _moment(value: datetime | None) -> str:
+    return f"{value:%Y-%m-%d %H:%M:%S} UTC" if value is not None else "an unknown time"

@@ -1,0 +1,177 @@
+"""Writing the tool-call ledger: each row in a transaction of its own.
+
+A caller's rollback never erases an audit row, so every write here runs through
+``run_in_own_transaction``. A call costs the ledger two queries (the row as it starts, its
+outcome), an awaiting or refused call one. When a row cannot be written
+(``LedgerUnavailable``), the caller decides: a tool that requires approval fails closed, any
+other runs and the lost row is logged at ERROR (``execution.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django.db import DatabaseError
+
+from .. import credentials
+from ..conf import conf
+from ..mcp.text import clean
+from ..own_transaction import caller_blocks_own_transaction, run_in_own_transaction
+from .models import ToolCall, ToolCallStatus
+
+if TYPE_CHECKING:
+    from ..models import McpTool
+
+T = TypeVar("T")
+WallClock = Callable[[], datetime]
+
+NAME_CHARS = 200
+LABEL_CHARS = 150
+
+
+class LedgerUnavailable(Exception):
+    """A ledger row could not be written; the message says why (never an argument's value)."""
+
+
+def canonical_json(arguments: dict[str, Any]) -> str:
+    """The one spelling of ``arguments`` the digest is taken of: sorted keys, no spaces.
+
+    Raises ``ValueError`` or ``TypeError`` for what JSON cannot carry (NaN, objects): such a
+    call could be neither recorded nor sent.
+    """
+    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def digest_of(canonical: str) -> str:
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def actor_fields(actor: object) -> dict[str, Any]:
+    """A user (``request.user``) or a caller's label, as the row keeps it."""
+    if isinstance(actor, str):
+        return {"actor_user_id": None, "actor_label": clean(actor, LABEL_CHARS)}
+    if actor is None:
+        return {"actor_user_id": None, "actor_label": ""}
+    if getattr(actor, "is_authenticated", False):
+        username = actor.get_username()  # type: ignore[attr-defined]
+        return {"actor_user_id": actor.pk, "actor_label": clean(username, LABEL_CHARS)}  # type: ignore[attr-defined]
+    return {"actor_user_id": None, "actor_label": "anonymous"}
+
+
+@dataclass(frozen=True)
+class NewCall:
+    """What is known of a call when it starts: the row's first write."""
+
+    tool_name: str
+    canonical: str
+    actor: dict[str, Any]
+    tool: McpTool | None = field(default=None, repr=False)
+    data_class_ceiling: str = ""
+
+    @property
+    def digest(self) -> str:
+        return digest_of(self.canonical)
+
+
+def write(work: Callable[[], T]) -> T:
+    """Run ``work`` in the ledger's own transaction, or raise ``LedgerUnavailable``."""
+    if caller_blocks_own_transaction():
+        # Waiting would wait on the caller itself: SQLite's one writer is its transaction.
+        raise LedgerUnavailable(
+            "on SQLite the ledger cannot be written while the calling thread is inside a transaction"
+        )
+    try:
+        return run_in_own_transaction(work, name="nr-llm-ledger")
+    except DatabaseError as exc:
+        raise LedgerUnavailable(f"the database refused the write ({type(exc).__name__}: {exc})") from exc
+
+
+def open_call(
+    call: NewCall,
+    status: str,
+    now: datetime,
+    *,
+    error_kind: str = "",
+    result_text: str = "",
+) -> uuid.UUID:
+    """Insert the call's row (one query); a refused call is written finished, at once."""
+    tool = call.tool
+    server = tool.server if tool is not None else None
+    finished = status in (ToolCallStatus.FAILED, ToolCallStatus.SUCCEEDED)
+    row = ToolCall(
+        created=now,
+        tool_name=clean(call.tool_name, NAME_CHARS),
+        tool_id=tool.pk if tool is not None else None,
+        server_id=server.pk if server is not None else None,
+        server_identifier=server.identifier if server is not None else "",
+        remote_name=tool.remote_name if tool is not None else "",
+        tool_description=tool.description if tool is not None else "",
+        tool_input_schema=tool.input_schema if tool is not None else {},
+        data_class=server.data_class if server is not None else "",
+        data_class_ceiling=call.data_class_ceiling,
+        arguments_ciphertext=credentials.encrypt(call.canonical) if call.canonical else "",
+        arguments_digest=call.digest if call.canonical else "",
+        status=status,
+        error_kind=error_kind,
+        result_preview_ciphertext=preview(result_text),
+        expires_at=now + expiry() if status == ToolCallStatus.AWAITING_APPROVAL else None,
+        started_at=now if status == ToolCallStatus.RUNNING else None,
+        finished_at=now if finished else None,
+        **call.actor,
+    )
+    write(lambda: row.save(force_insert=True))
+    return row.id
+
+
+def finish(
+    call_id: uuid.UUID,
+    *,
+    is_error: bool,
+    error_kind: str,
+    duration_ms: int,
+    era: str,
+    result_text: str,
+    now: datetime,
+) -> None:
+    """Record the outcome of a running call (one query)."""
+    status = ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED
+    write(
+        lambda: ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.RUNNING).update(
+            status=status,
+            error_kind=error_kind[:32],
+            duration_ms=max(0, duration_ms),
+            era=era[:16],
+            result_preview_ciphertext=preview(result_text),
+            finished_at=now,
+        )
+    )
+
+
+def expiry() -> timedelta:
+    return timedelta(seconds=conf.APPROVAL_EXPIRY_SECONDS)
+
+
+def preview(text: str) -> str:
+    """The kept start of an answer, encrypted: it may hold what the arguments asked for."""
+    limit = conf.TOOL_CALL_PREVIEW_CHARS
+    if limit == 0 or not text:
+        return ""
+    return credentials.encrypt(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def arguments_of(call: ToolCall) -> dict[str, Any]:
+    """The call's arguments in clear (raises ``CredentialUnavailable`` without the key)."""
+    if not call.arguments_ciphertext:
+        return {}
+    value = json.loads(credentials.decrypt(call.arguments_ciphertext))
+    return value if isinstance(value, dict) else {}
+
+
+def preview_of(call: ToolCall) -> str:
+    return credentials.decrypt(call.result_preview_ciphertext) if call.result_preview_ciphertext else ""

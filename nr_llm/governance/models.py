@@ -1,0 +1,103 @@
+"""The tool-call ledger: one ``ToolCall`` row per ``execute()``, and the approval it may need.
+
+Rows are written only by ``ledger.py`` (in a transaction of their own) and never by a form.
+The references to the server, the tool and the users have no database constraint and are
+left alone when their row goes (``DO_NOTHING``): an audit row outlives what it names (the
+names are copied into it), and nobody else's transaction ever touches a ledger row. A
+``SET NULL`` cascade would lock the row a caller's own transaction then keeps from the
+ledger's connection (deleting a server in an ``atomic`` block around a call would wait on
+itself for good), and a constraint check would wait on a caller's uncommitted tool row.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class ToolCallStatus(models.TextChoices):
+    AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+    APPROVED = "approved", "Approved"
+    DENIED = "denied", "Denied"
+    EXPIRED = "expired", "Expired"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+#: A decision is still to be made or acted on; past ``expires_at`` the call expires.
+PENDING = (ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.APPROVED)
+
+
+def _unconstrained(to: str, related_name: str = "+") -> models.ForeignKey:  # type: ignore[type-arg]
+    return models.ForeignKey(
+        to,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name=related_name,
+    )
+
+
+class ToolCall(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created = models.DateTimeField(db_index=True)
+    # What was called, copied at call time: the tool or its server may be renamed or deleted.
+    tool_name = models.CharField("tool", max_length=200)
+    tool = _unconstrained("nr_llm.McpTool")
+    server = _unconstrained("nr_llm.McpServer", related_name="tool_calls")
+    server_identifier = models.CharField("server", max_length=32, blank=True)
+    remote_name = models.CharField(max_length=255, blank=True)
+    # The definition the approver read and the model was offered, as it was at call time.
+    tool_description = models.TextField(blank=True)
+    tool_input_schema = models.JSONField(default=dict, blank=True)
+    data_class = models.CharField(max_length=32, blank=True)
+    data_class_ceiling = models.CharField(max_length=32, blank=True)
+    # Fernet token (credentials.py) of the canonical JSON; the digest binds an approval to it.
+    arguments_ciphertext = models.TextField(blank=True)
+    arguments_digest = models.CharField("arguments SHA-256", max_length=64, blank=True)
+    actor_user = _unconstrained(settings.AUTH_USER_MODEL)
+    actor_label = models.CharField("actor", max_length=150, blank=True)
+    status = models.CharField(max_length=20, choices=ToolCallStatus.choices, db_index=True)
+    error_kind = models.CharField(max_length=32, blank=True)
+    # "modern" (2026-07-28) or "handshake"; "" for a local tool or a call that got no answer.
+    era = models.CharField("protocol era", max_length=16, blank=True)
+    duration_ms = models.PositiveIntegerField("duration (ms)", null=True, blank=True)
+    result_preview_ciphertext = models.TextField(blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    approver = _unconstrained(settings.AUTH_USER_MODEL)
+    approver_label = models.CharField("approver", max_length=150, blank=True)
+    approved_digest = models.CharField(max_length=64, blank=True)
+    self_approved = models.BooleanField(default=False)
+    decided_at = models.DateTimeField("decided", null=True, blank=True)
+    decision_note = models.TextField("note", blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        verbose_name = "tool call"
+        permissions = [
+            ("approve_toolcall", "Can approve or deny tool calls"),
+            ("view_toolcall_arguments", "Can view tool call arguments and results"),
+        ]
+        indexes = [models.Index(fields=["status", "expires_at"], name="nr_llm_toolcall_pending")]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.id})"
+
+    def __repr__(self) -> str:
+        # Never the ciphertexts: harmless without the key, but nothing has a reason to read them.
+        return f"<ToolCall {self.id} {self.tool_name} {self.status}>"
+
+
+class ToolCallApproval(ToolCall):
+    """The approvals view of the same rows: calls awaiting a decision first."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "approval"
+        default_permissions = ()

@@ -1,0 +1,99 @@
+"""``manage.py mcp_call <tool> --args '<json>' [--actor NAME]`` and ``mcp_call --resume <id>``.
+
+Runs one tool call through the site's own API (``nr_llm.tools.execute`` / ``resume``), so it
+is recorded in the ledger and held for approval like any other call. Exit codes: 0 the tool
+answered, 1 the call failed (or was denied, or expired), 2 a usage error (bad JSON, a call id
+that is malformed or unknown), 3 the call awaits approval, or another process is running it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.urls import NoReverseMatch, reverse
+
+from nr_llm import tools
+from nr_llm.governance import ceiling
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_WAITING = 3
+DEFAULT_ACTOR = "manage.py mcp_call"
+
+
+class Command(BaseCommand):
+    help = "Call one tool through nr_llm.tools (recorded in the ledger), or resume an approved call."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("tool", nargs="?", help="the tool's name, e.g. mcp_demo_echo")
+        parser.add_argument(
+            "--args", dest="arguments", default="{}", help="the arguments as a JSON object (default: {})"
+        )
+        parser.add_argument("--actor", default=DEFAULT_ACTOR, help="who is calling, kept in the ledger")
+        parser.add_argument(
+            "--ceiling",
+            choices=ceiling.ORDER,
+            help="the data-class ceiling of this call (default: NR_LLM_DATA_CLASS_CEILING)",
+        )
+        parser.add_argument("--resume", metavar="CALL_ID", help="run an approved call (its id as printed)")
+        parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if bool(options["tool"]) == bool(options["resume"]):
+            raise CommandError("give either a tool name or --resume CALL_ID", returncode=EXIT_USAGE)
+        if options["resume"]:
+            result = tools.resume(options["resume"])
+            if result.call_id is None:
+                # A malformed or unknown id: the command was asked the wrong thing.
+                raise CommandError(result.text, returncode=EXIT_USAGE)
+        else:
+            try:
+                arguments = json.loads(options["arguments"])
+            except ValueError as exc:
+                raise CommandError(f"--args is not JSON: {exc}", returncode=EXIT_USAGE) from None
+            if not isinstance(arguments, dict):
+                raise CommandError(
+                    '--args must be a JSON object, e.g. \'{"text": "hi"}\'', returncode=EXIT_USAGE
+                )
+            result = tools.execute(
+                options["tool"], arguments, actor=options["actor"], data_class_ceiling=options["ceiling"]
+            )
+        self._print(result, as_json=options["json"])
+        if result.status == "awaiting_approval":
+            raise CommandError(
+                f"tool call {result.call_id} awaits approval: {_where(result)}, "
+                f"then run: manage.py mcp_call --resume {result.call_id}",
+                returncode=EXIT_WAITING,
+            )
+        if result.status == "running":
+            raise CommandError(
+                f"tool call {result.call_id} is being run by another process; its outcome is recorded "
+                "when it ends (resume it again to read it)",
+                returncode=EXIT_WAITING,
+            )
+        if result.is_error:
+            what = f"tool call {result.call_id}" if result.call_id else "the call (not recorded)"
+            raise CommandError(f"{what} {result.status}", returncode=EXIT_FAILED)
+        self.stderr.write(f"tool call {result.call_id or '(not recorded)'} succeeded")
+
+    def _print(self, result: tools.ToolResult, *, as_json: bool) -> None:
+        if not as_json:
+            self.stdout.write(result.text)
+            return
+        document = {
+            "status": result.status,
+            "is_error": result.is_error,
+            "server": result.server,
+            "call_id": str(result.call_id) if result.call_id else None,
+            "text": result.text,
+        }
+        self.stdout.write(json.dumps(document, indent=2))
+
+
+def _where(result: tools.ToolResult) -> str:
+    try:
+        return f"approve it in the admin at {reverse('admin:nr_llm_toolcall_change', args=[result.call_id])}"
+    except NoReverseMatch:
+        return "approve it with nr_llm.tools.approve()"

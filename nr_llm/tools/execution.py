@@ -1,0 +1,466 @@
+"""``execute`` and ``resume``: run a tool, leave a ledger row, hold a call for approval.
+
+Neither raises: a tool's failure, a refusal, and whatever else goes wrong (a database or
+credential error included) come back as an ``is_error`` result naming the server, the
+traceback in the log with the server's credential masked. A tool of a server that requires
+approval is not contacted by ``execute``: the call is recorded as awaiting approval and the
+result says so with the call's id; ``resume(call_id)`` runs it once approved, exactly the
+arguments approved, exactly once.
+
+A ledger row that cannot be written (``LedgerUnavailable``) fails an approval-requiring call
+closed (it could never be approved); any other call runs and the lost row is logged at ERROR.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+import traceback
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from django.utils import timezone
+
+from .. import credentials
+from ..authorization import runtime as authorization
+from ..endpoints import endpoint_for, mcp_client
+from ..governance import ceiling as ceilings
+from ..governance import decisions, ledger
+from ..governance.decisions import DecisionRefused
+from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
+from ..governance.models import ToolCall, ToolCallStatus
+from ..mcp import CallOutcome, Endpoint, McpTransportError
+from ..mcp.text import clean
+from ..models import DEFINITION_CHANGED, McpTool
+from ..redaction import redact
+from .registry import LocalTool, local_tool
+from .results import ToolResult, ToolStatus
+
+logger = logging.getLogger("nr_llm.tools")
+
+
+class ToolCaller(Protocol):
+    """The part of ``McpClient`` a tool call needs."""
+
+    def call_tool(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        input_schema: dict[str, Any] | None = None,
+    ) -> CallOutcome: ...
+
+
+@dataclass
+class _Trace:
+    """What the reporting boundary needs to name, filled in as the call goes on."""
+
+    name: str
+    server: str = ""
+    origin: str = ""
+    call_id: uuid.UUID | None = None
+    #: The row says "running": every way out must record how it ended.
+    running: bool = False
+    secret: str | None = None
+    #: ``execute``'s call as far as it is known: the boundary records it if nothing else did.
+    call: NewCall | None = None
+
+
+@dataclass(frozen=True)
+class _Ran:
+    result: ToolResult
+    error_kind: str = ""
+    era: str = ""
+
+
+def execute(
+    name: str,
+    arguments: dict[str, Any] | None = None,
+    *,
+    client: ToolCaller | None = None,
+    actor: object = None,
+    data_class_ceiling: str | None = None,
+    clock: WallClock | None = None,
+) -> ToolResult:
+    """Run a tool and return its result; a failure is an ``is_error`` result, never an exception.
+
+    ``actor``: ``request.user`` or a label of the caller's choosing, kept in the ledger.
+    ``data_class_ceiling``: the most sensitive data class the caller's model may see (None:
+    ``NR_LLM_DATA_CLASS_CEILING``); a tool above it is refused, not run.
+    """
+    trace = _Trace(clean(name, ledger.NAME_CHARS))
+    wall = clock or timezone.now
+    try:
+        return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall)
+    except Exception as exc:
+        return _unexpected(trace, exc, wall)
+
+
+def resume(
+    call_id: object, *, client: ToolCaller | None = None, clock: WallClock | None = None
+) -> ToolResult:
+    """Run an approved call once; any other state comes back as its result (never an exception).
+
+    A second resume of a call that ran returns its recorded outcome; one of a denied or
+    expired call says so, and nothing runs.
+    """
+    trace = _Trace("")
+    wall = clock or timezone.now
+    try:
+        return _resume(trace, call_id, client, wall)
+    except Exception as exc:
+        return _unexpected(trace, exc, wall)
+
+
+def _execute(
+    trace: _Trace,
+    name: object,
+    arguments: object,
+    client: ToolCaller | None,
+    actor: object,
+    data_class_ceiling: str | None,
+    wall: WallClock,
+) -> ToolResult:
+    if arguments is None:
+        arguments = {}
+    canonical, problem = _canonical(arguments)
+    call = trace.call = NewCall(trace.name, canonical, ledger.actor_fields(actor))
+    if not isinstance(name, str):
+        # A model's malformed call (a list or object as the name) is not a lookup key.
+        return _refused(trace, call, "unknown_tool", f"unknown tool {clean(name)!r}", wall)
+    if problem:
+        return _refused(trace, call, "invalid_arguments", f"arguments for {clean(name)!r} {problem}", wall)
+    assert isinstance(arguments, dict)
+    try:
+        ceiling = ceilings.resolve(data_class_ceiling)
+    except ValueError as exc:
+        return _refused(
+            trace, call, "invalid_ceiling", f"{exc}; no tool is run without a valid ceiling", wall
+        )
+    call = trace.call = dataclasses.replace(call, data_class_ceiling=ceiling)
+    local = local_tool(name)
+    if local is not None:
+        return _run_recorded(trace, call, lambda: _run_local(local, arguments), wall)
+    row = McpTool.objects.select_related("server").filter(tool_name=name).first()
+    if row is None:
+        return _refused(trace, call, "unknown_tool", f"unknown tool {clean(name)!r}", wall)
+    server = row.server
+    trace.server, trace.origin = server.identifier, _origin(row)
+    call = trace.call = dataclasses.replace(call, tool=row)
+    refusal = _refusal(row, ceiling)
+    if refusal is not None:
+        return _refused(trace, call, *refusal, wall)
+    if server.requires_approval:
+        return _hold(trace, call, wall)
+    return _run_recorded(trace, call, lambda: _run_remote(trace, row, arguments, client), wall)
+
+
+def _canonical(arguments: object) -> tuple[str, str]:
+    """(canonical JSON, "") or ("", why the arguments cannot be a call's)."""
+    if not isinstance(arguments, dict):
+        return "", "must be a JSON object"
+    try:
+        return ledger.canonical_json(arguments), ""
+    except (TypeError, ValueError):
+        return "", "must be JSON (no NaN, infinity or Python objects)"
+
+
+def _refusal(row: McpTool, ceiling: str) -> tuple[str, str] | None:
+    """(error kind, text) when ``row`` may not run for a caller under ``ceiling``."""
+    server = row.server
+    if row.disabled_reason or row.pinned_fingerprint != row.definition_fingerprint:
+        # Changed since an operator enabled it: what a model was told about it may be stale.
+        return "definition_changed", (
+            f'tool {row.tool_name!r} of MCP server "{server.name}" is disabled: its {DEFINITION_CHANGED}, '
+            "and an operator must review the change"
+        )
+    if row.orphaned:
+        return (
+            "orphaned",
+            f'tool {row.tool_name!r} of MCP server "{server.name}" is no longer offered by its server',
+        )
+    if not (row.enabled and server.enabled):
+        return "disabled", f'tool {row.tool_name!r} of MCP server "{server.name}" is disabled'
+    if not server.data_class:
+        return "no_data_class", (
+            f'MCP server "{server.name}" has no declared data class; its tools are not offered until '
+            "an operator declares what data it may see"
+        )
+    if not ceilings.allows(ceiling, server.data_class):
+        return "above_ceiling", (
+            f'tool {row.tool_name!r} of MCP server "{server.name}" may see '
+            f"{ceilings.label(server.data_class)}, above this caller's data-class ceiling "
+            f"({ceilings.label(ceiling)}); it was not run"
+        )
+    return None
+
+
+def _refused(trace: _Trace, call: NewCall, kind: str, text: str, wall: WallClock) -> ToolResult:
+    result = ToolResult(text, True, trace.server, "failed")
+    try:
+        call_id = ledger.open_call(call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text)
+    except LedgerUnavailable as exc:
+        _lost(trace, call, exc)
+        return result
+    return dataclasses.replace(result, call_id=call_id)
+
+
+def _hold(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
+    try:
+        call_id = ledger.open_call(call, ToolCallStatus.AWAITING_APPROVAL, wall())
+    except LedgerUnavailable as exc:
+        # Fail closed: a call no one can find can never be approved, so it is not run either.
+        logger.error(
+            "tool call %s of MCP server %s requires approval and could not be recorded (%s); it was not run",
+            trace.name,
+            trace.server,
+            exc,
+        )
+        return ToolResult(
+            f"{trace.origin} requires an operator's approval for {trace.name!r}, and the call could not be "
+            f"recorded for one ({exc}); it was not run.",
+            True,
+            trace.server,
+            "failed",
+        )
+    return ToolResult(
+        f"{trace.origin} requires an operator's approval for {trace.name!r}: the call is recorded as tool "
+        f"call {call_id} and has not run. It runs when it is approved and resumed; do not call it again.",
+        False,
+        trace.server,
+        "awaiting_approval",
+        call_id,
+    )
+
+
+def _run_recorded(trace: _Trace, call: NewCall, run: Any, wall: WallClock) -> ToolResult:
+    try:
+        trace.call_id = ledger.open_call(call, ToolCallStatus.RUNNING, wall())
+        trace.running = True
+    except LedgerUnavailable as exc:
+        # Logged, never silent: the tool needs no approval, so the call itself goes on.
+        _lost(trace, call, exc)
+    return _finish(trace, run, time.monotonic(), wall)
+
+
+def _finish(trace: _Trace, run: Any, started: float, wall: WallClock) -> ToolResult:
+    ran: _Ran = run()
+    if trace.call_id is not None and trace.running:
+        _record_outcome(trace, ran, started, wall)
+    return dataclasses.replace(ran.result, call_id=trace.call_id)
+
+
+def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -> None:
+    assert trace.call_id is not None
+    trace.running = False
+    try:
+        ledger.finish(
+            trace.call_id,
+            is_error=ran.result.is_error,
+            error_kind=ran.error_kind,
+            duration_ms=round((time.monotonic() - started) * 1000),
+            era=ran.era,
+            result_text=ran.result.text,
+            now=wall(),
+        )
+    except LedgerUnavailable as exc:
+        logger.error("the outcome of tool call %s (%s) was not recorded: %s", trace.call_id, trace.name, exc)
+
+
+def _lost(trace: _Trace, call: NewCall, exc: LedgerUnavailable) -> None:
+    logger.error(
+        "tool call %s%s by %r was not recorded in the ledger (arguments SHA-256 %s): %s",
+        trace.name,
+        f" of MCP server {trace.server}" if trace.server else "",
+        call.actor.get("actor_label", ""),
+        call.digest if call.canonical else "-",
+        exc,
+    )
+
+
+def _origin(row: McpTool) -> str:
+    return f'MCP server "{row.server.name}" ({row.server.identifier})'
+
+
+def _run_local(tool: LocalTool, arguments: dict[str, Any]) -> _Ran:
+    try:
+        value = tool.function(**arguments)
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+    except Exception as exc:
+        # A reporting boundary: the agent loop gets a failed result; the traceback goes to
+        # the log, not to the model (exception text may carry what a model must not see).
+        logger.exception("local tool %s failed", tool.name)
+        return _Ran(
+            ToolResult(f"local tool {tool.name!r} failed ({type(exc).__name__})", True), "local_exception"
+        )
+    return _Ran(ToolResult(text, False))
+
+
+def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: ToolCaller | None) -> _Ran:
+    server = row.server
+    origin = _origin(row)
+    endpoint = endpoint_for(server)
+    trace.secret = endpoint.credential
+    era = kind = ""
+    try:
+        # The imported schema goes along: a 2026-07-28 server reads x-mcp-header arguments as headers.
+        outcome = (client or mcp_client()).call_tool(
+            endpoint, row.remote_name, arguments, input_schema=row.input_schema
+        )
+    except McpTransportError as exc:
+        authorization.observe(server, exc)
+        kind, is_error = exc.kind, True
+        if authorization.needs_operator(exc):
+            text = authorization.unavailable_text(server, row.tool_name, exc)
+        elif exc.accepted or exc.kind == "interrupted":
+            # The server took the call (or was sent it and never answered): "could not run"
+            # would invite the loop to run it again.
+            text = (
+                f"{origin} may have run {row.remote_name!r}, but its answer was lost; do not assume "
+                f"it failed, and check its effect before calling it again: {exc}"
+            )
+        else:
+            text = f"{origin} could not run {row.remote_name!r}: {exc}"
+    else:
+        is_error, era = outcome.is_error, outcome.era
+        kind = "tool_error" if is_error else ""
+        text = f"{origin} reported an error: {outcome.text}" if is_error else outcome.text
+    # A model must not read this installation's secret, even when a server echoes it.
+    return _Ran(ToolResult(redact(text, endpoint.credential), is_error, server.identifier), kind, era)
+
+
+def _unexpected(trace: _Trace, exc: Exception, wall: WallClock) -> ToolResult:
+    """The reporting boundary: whatever escaped is a failed result naming the server."""
+    # Formatted here, not by the handler, so the server's credential is masked in it.
+    logger.error(
+        "tool call %s%s failed unexpectedly\n%s",
+        trace.name or "(unnamed)",
+        f" of MCP server {trace.server}" if trace.server else "",
+        redact(traceback.format_exc(), trace.secret).rstrip(),
+    )
+    where = trace.origin or (f"tool {trace.name!r}" if trace.name else "the tool call")
+    text = (
+        f"{where} could not run {trace.name!r}: an unexpected {type(exc).__name__} in this site; "
+        "the details are in the site's log"
+    )
+    result = ToolResult(text, True, trace.server, "failed", trace.call_id)
+    try:
+        if trace.call_id is not None and trace.running:
+            _record_outcome(trace, _Ran(result, "internal"), time.monotonic(), wall)
+        elif trace.call_id is None and trace.call is not None:
+            # Failed before its row was written: the ledger still gets one, if it can.
+            call_id = ledger.open_call(
+                trace.call, ToolCallStatus.FAILED, wall(), error_kind="internal", result_text=text
+            )
+            result = dataclasses.replace(result, call_id=call_id)
+    except Exception:
+        logger.warning(
+            "the failure of tool call %s was not recorded", trace.call_id or trace.name, exc_info=True
+        )
+    return result
+
+
+# -- resume ----------------------------------------------------------------------------
+
+
+def _resume(trace: _Trace, call_id: object, client: ToolCaller | None, wall: WallClock) -> ToolResult:
+    try:
+        pk = decisions.parse_call_id(call_id)
+    except DecisionRefused as exc:
+        return ToolResult(f"{exc} Nothing was run.", True, "", "failed")
+    try:
+        claim = decisions.claim(pk, wall)
+    except LedgerUnavailable as exc:
+        return ToolResult(
+            f"Tool call {pk} could not be resumed: {exc}; nothing was run.", True, "", "failed", pk
+        )
+    if claim is None:
+        return ToolResult(f"There is no tool call {pk}; nothing was run.", True, "", "failed")
+    call = claim.call
+    trace.name, trace.server, trace.call_id = call.tool_name, call.server_identifier, pk
+    if not claim.claimed:
+        return _as_recorded(call)
+    # From here the call is this caller's alone: every way out records how it ended.
+    trace.running = True
+    started = time.monotonic()
+    canonical = credentials.decrypt(call.arguments_ciphertext) if call.arguments_ciphertext else ""
+    if not call.approved_digest or ledger.digest_of(canonical) != call.approved_digest:
+        return _end_refused(
+            trace,
+            "digest_mismatch",
+            f"tool call {pk} has other arguments than the ones approved; it was not run",
+            started,
+            wall,
+        )
+    row = McpTool.objects.select_related("server").filter(pk=call.tool_id).first() if call.tool_id else None
+    if row is not None:
+        trace.origin = _origin(row)
+    changed = _changed_since(call, row)
+    if changed:
+        return _end_refused(
+            trace,
+            "changed_since_approval",
+            f"tool call {pk} was not run: {changed} since the call was made",
+            started,
+            wall,
+        )
+    assert row is not None
+    refusal = _refusal(row, call.data_class_ceiling or ceilings.resolve(None))
+    if refusal is not None:
+        return _end_refused(trace, *refusal, started, wall)
+    arguments = json.loads(canonical) if canonical else {}
+    return _finish(trace, lambda: _run_remote(trace, row, arguments, client), started, wall)
+
+
+def _changed_since(call: ToolCall, row: McpTool | None) -> str:
+    """What differs from the tool the approver was shown; "" when it is the same."""
+    if row is None:
+        return "the tool is no longer in the catalogue"
+    if (row.tool_name, row.remote_name, row.server.identifier) != (
+        call.tool_name,
+        call.remote_name,
+        call.server_identifier,
+    ):
+        return "the tool was renamed or moved to another server"
+    if row.description != call.tool_description or row.input_schema != call.tool_input_schema:
+        return "the tool's description or input schema changed"
+    return ""
+
+
+def _end_refused(trace: _Trace, kind: str, text: str, started: float, wall: WallClock) -> ToolResult:
+    return _finish(trace, lambda: _Ran(ToolResult(text, True, trace.server), kind), started, wall)
+
+
+def _as_recorded(call: ToolCall) -> ToolResult:
+    """A call this resume may not run, as the result a model reads."""
+    head = f"Tool call {call.id} ({call.tool_name})"
+    status: ToolStatus
+    if call.status == ToolCallStatus.AWAITING_APPROVAL:
+        text, status = f"{head} still awaits an operator's approval; it has not run.", "awaiting_approval"
+    elif call.status == ToolCallStatus.DENIED:
+        note = f": {clean(call.decision_note)}" if call.decision_note else ""
+        who = call.approver_label or "an operator"
+        text = f"{head} was denied by {who}{note}. It did not run and will not; continue without it."
+        status = "denied"
+    elif call.status == ToolCallStatus.EXPIRED:
+        text = (
+            f"{head} expired before it was approved and resumed; it did not run. "
+            "A new call needs a new approval."
+        )
+        status = "expired"
+    elif call.status in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
+        kept = ledger.preview_of(call)
+        answer = f" Its recorded answer: {kept}" if kept else " Its answer was not kept."
+        text = (
+            f"{head} already ran ({ToolCallStatus(call.status).label.lower()}); it is not run again.{answer}"
+        )
+        status = "succeeded" if call.status == ToolCallStatus.SUCCEEDED else "failed"
+    else:
+        text, status = f"{head} is running; its outcome is recorded when it ends.", "running"
+    return ToolResult(
+        text, status in ("failed", "denied", "expired"), call.server_identifier, status, call.id
+    )

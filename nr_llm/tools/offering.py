@@ -1,0 +1,131 @@
+"""What a model may be offered: local tools, then the enabled remote tools within a ceiling.
+
+``data_class_ceiling`` is the most sensitive data class the caller's model may see
+(``governance/ceiling.py``); None uses ``NR_LLM_DATA_CLASS_CEILING``. Local tools are the
+site's own code and carry no data class: they are offered under every ceiling.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.db.models import F, Q, QuerySet
+
+from ..governance import ceiling as ceilings
+from ..mcp.schema import SchemaRefused, normalise_schema
+from ..models import McpTool
+from .registry import local_tool, local_tool_names, local_tools
+
+logger = logging.getLogger("nr_llm.tools")
+
+Format = Literal["openai", "anthropic"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One callable tool as a caller sees it, with the policy it must gate on.
+
+    ``data_class`` and ``requires_approval`` are the server's operator-declared values,
+    never what a remote server's annotations claim; a local tool has none of either.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    server: str = ""
+    data_class: str = ""
+    requires_approval: bool = False
+
+    @property
+    def is_remote(self) -> bool:
+        return bool(self.server)
+
+
+def offered(data_class_ceiling: str | None = None) -> QuerySet[McpTool]:
+    # A server whose data class was withdrawn is treated as undeclared: a caller gates on
+    # data_class, and an empty one would let its tools through every gate unjudged. A tool
+    # whose definition is not the one an operator enabled is not offered, however it got
+    # enabled (catalogue.py pins definitions).
+    ceiling = ceilings.resolve(data_class_ceiling)
+    return (
+        McpTool.objects.filter(
+            enabled=True,
+            orphaned=False,
+            server__enabled=True,
+            server__data_class__in=ceilings.within(ceiling),
+        )
+        .filter(as_enabled())
+        .select_related("server")
+    )
+
+
+def as_enabled() -> Q:
+    return Q(disabled_reason="", pinned_fingerprint=F("definition_fingerprint"))
+
+
+def available(*, data_class_ceiling: str | None = None) -> list[ToolSpec]:
+    """Every tool a model may be offered: the local tools, then the remote ones by name."""
+    specs = [ToolSpec(tool.name, tool.description, tool.input_schema) for tool in local_tools()]
+    local = local_tool_names()
+    for row in offered(data_class_ceiling).order_by("tool_name"):
+        if row.tool_name in local:
+            # Registered after the import checked for collisions: the site's own tool wins,
+            # so a remote server can never stand in for it.
+            logger.warning("MCP tool %s is shadowed by a local tool of the same name", row.tool_name)
+            continue
+        spec = remote_spec(row)
+        if spec is not None:
+            specs.append(spec)
+    return specs
+
+
+def spec(name: str, *, data_class_ceiling: str | None = None) -> ToolSpec | None:
+    """The offered tool called ``name``, for a caller gating on its policy before ``execute``."""
+    if not isinstance(name, str):
+        return None
+    local = local_tool(name)
+    if local is not None:
+        return ToolSpec(local.name, local.description, local.input_schema)
+    row = offered(data_class_ceiling).filter(tool_name=name).first()
+    return None if row is None else remote_spec(row)
+
+
+def definitions(format: Format = "openai", *, data_class_ceiling: str | None = None) -> list[dict[str, Any]]:
+    """The available tools as function-calling specs for the OpenAI or Anthropic API."""
+    if format == "openai":
+        return [
+            {
+                "type": "function",
+                "function": {"name": s.name, "description": s.description, "parameters": s.input_schema},
+            }
+            for s in available(data_class_ceiling=data_class_ceiling)
+        ]
+    if format == "anthropic":
+        return [
+            {"name": s.name, "description": s.description, "input_schema": s.input_schema}
+            for s in available(data_class_ceiling=data_class_ceiling)
+        ]
+    raise ValueError(f'format must be "openai" or "anthropic", not {format!r}')
+
+
+def remote_spec(row: McpTool) -> ToolSpec | None:
+    server = row.server
+    try:
+        schema = normalise_schema(row.input_schema)
+    except SchemaRefused as exc:
+        # The stored schema was edited into something no API accepts; offering it would
+        # make the model's request fail, so the tool is left out and the log says why.
+        logger.warning("MCP tool %s is not offered: %s", row.tool_name, exc)
+        return None
+    # The origin leads the description so a model never takes remote text for the site's own.
+    description = f'[via MCP server "{server.name}"] {row.description}'.rstrip()
+    return ToolSpec(
+        name=row.tool_name,
+        description=description,
+        input_schema=schema,
+        server=server.identifier,
+        data_class=server.data_class,
+        requires_approval=server.requires_approval,
+    )
