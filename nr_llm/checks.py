@@ -60,6 +60,22 @@ def check_era_cache_seconds(**kwargs: Any) -> list[CheckMessage]:
     return []
 
 
+def check_keepalive_seconds(**kwargs: Any) -> list[CheckMessage]:
+    raw = getattr(settings, "NR_LLM_MCP_KEEPALIVE_SECONDS", _MISSING)
+    if raw is _MISSING or raw is None or (isinstance(raw, str) and not raw.strip()):
+        return []
+    if parse_lifetime(raw) is None:
+        return [
+            Error(
+                f"NR_LLM_MCP_KEEPALIVE_SECONDS must be a number of seconds of 0 or more, not {raw!r}.",
+                hint="Set it below your MCP servers' keep-alive timeout (e.g. 1.5), 0 to turn connection "
+                "reuse off, or remove it for the default of 1.5.",
+                id="nr_llm.E008",
+            )
+        ]
+    return []
+
+
 def check_credential_keys(**kwargs: Any) -> list[CheckMessage]:
     raw = getattr(settings, "NR_LLM_CREDENTIAL_KEYS", _MISSING)
     if raw is _MISSING or raw is None:
@@ -222,6 +238,7 @@ def register() -> None:
         check_operation_timeout,
         check_allow_private_networks,
         check_era_cache_seconds,
+        check_keepalive_seconds,
         check_credential_keys,
         check_request_events,
         check_public_base_url,

@@ -12,6 +12,10 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
+# The protocol client's own default (it runs without Django too): below gunicorn's 2 s
+# keep-alive, uvicorn's 5 s and nginx's 75 s (nr_llm/mcp/pool.py says why).
+from .mcp.pool import DEFAULT_KEEPALIVE_SECONDS
+
 DEFAULT_OPERATION_TIMEOUT = 20.0
 # How long a server's protocol era is remembered when it gives no ttlMs (docs/mcp-client.md).
 DEFAULT_ERA_CACHE_SECONDS = 600.0
@@ -71,6 +75,13 @@ class Settings:
         0 probes before every operation. Unusable values fall back to the default."""
         value = parse_lifetime(getattr(django_settings, "NR_LLM_MCP_ERA_CACHE_SECONDS", None))
         return DEFAULT_ERA_CACHE_SECONDS if value is None else value
+
+    @property
+    def MCP_KEEPALIVE_SECONDS(self) -> float:
+        """Seconds an idle connection is kept for the next operation to the same server; 0 turns
+        reuse off (every leg dials anew). Unusable values fall back to the default."""
+        value = parse_lifetime(getattr(django_settings, "NR_LLM_MCP_KEEPALIVE_SECONDS", None))
+        return DEFAULT_KEEPALIVE_SECONDS if value is None else value
 
     @property
     def MCP_ALLOW_PRIVATE_NETWORKS(self) -> bool:

@@ -45,6 +45,7 @@ def mcp_client() -> McpClient:
         ca_bundle=conf.MCP_CA_BUNDLE,
         health=HealthRecorder(),
         era_cache_seconds=conf.MCP_ERA_CACHE_SECONDS,
+        keepalive_seconds=conf.MCP_KEEPALIVE_SECONDS,
     )
 
 

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp.eras import process_cache
+from nr_llm.mcp.hostgate import ANSWERS
+from nr_llm.mcp.pool import process_pool
 from tests.e2e.chromium import ALLOW_SKIP, INSTALL_COMMAND, SKIP_MARK
 from tests.oauth_peers import oauth_peers
 from tests.tls import tls
@@ -40,6 +42,18 @@ def _forget_protocol_eras() -> Iterator[None]:
     process_cache().clear()
     yield
     process_cache().clear()
+
+
+@pytest.fixture(autouse=True)
+def _close_idle_connections() -> Iterator[None]:
+    """Each test starts with no idle connection and leaves none: a connection kept for a server
+    a test stopped would be closed (or leak a ResourceWarning) in whichever test came next.
+    Remembered host lookups go too: a test that changes what a name resolves to asks again."""
+    process_pool().clear()
+    ANSWERS.clear()
+    yield
+    process_pool().clear()
+    ANSWERS.clear()
 
 
 def _browser_skips(reporter: Any) -> list[str]:

@@ -59,6 +59,28 @@ def test_the_app_client_gets_the_configured_era_lifetime():
         assert mcp_client().era_cache_seconds == 42.0
 
 
+@pytest.mark.parametrize(("raw", "expected"), [(0, 0.0), ("0", 0.0), (4, 4.0), ("50.5", 50.5)])
+def test_keepalive_takes_zero_and_positive_numbers(raw, expected):
+    """NR_LLM_MCP_KEEPALIVE_SECONDS: 0 turns connection reuse off; a positive number is the idle limit."""
+    with override_settings(NR_LLM_MCP_KEEPALIVE_SECONDS=raw):
+        assert expected == conf.MCP_KEEPALIVE_SECONDS
+
+
+@pytest.mark.parametrize("raw", [None, "", "forever", -1, float("nan"), True])
+def test_unusable_keepalive_falls_back_to_one_and_a_half_seconds(raw):
+    """Empty, non-numeric or negative: the default 1.5 s (below gunicorn's 2 s keep-alive)."""
+    with override_settings(NR_LLM_MCP_KEEPALIVE_SECONDS=raw):
+        assert conf.MCP_KEEPALIVE_SECONDS == 1.5
+
+
+def test_the_app_client_gets_the_configured_keepalive():
+    """mcp_client() passes the idle limit into the Django-free client."""
+    from nr_llm.endpoints import mcp_client
+
+    with override_settings(NR_LLM_MCP_KEEPALIVE_SECONDS=0):
+        assert mcp_client().keepalive_seconds == 0.0
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [(None, None), ("", None), ("/etc/site/ca.pem", "/etc/site/ca.pem"), (["/etc/site/ca.pem"], None)],

@@ -269,6 +269,20 @@ def test_an_accepted_call_that_was_cut_off_tells_the_model_the_tool_may_have_run
     assert "check its effect before calling it again" in result.text and "could not run" not in result.text
 
 
+def test_a_call_sent_and_never_answered_tells_the_model_the_tool_may_have_run():
+    """'interrupted' without acceptance (the call was written, the connection closed before any
+    answer) may have run too: the same "may have run", never "could not run"."""
+    _remote()
+    error = McpTransportError(
+        "interrupted",
+        "demo",
+        "MCP server 'demo' was sent the call of tool 'echo', but the connection closed before any "
+        "answer. The tool may have run; the call is not sent again.",
+    )
+    result = tools.execute("mcp_demo_echo", {"text": "x"}, client=FakeClient(error=error))
+    assert result.is_error and "may have run 'echo'" in result.text and "could not run" not in result.text
+
+
 def test_a_remote_call_goes_under_its_servers_budget_with_the_remote_name():
     """The endpoint carries the server's operation_timeout; the remote name is what is called."""
     tool = _remote()

@@ -24,6 +24,7 @@ import pytest
 import requests
 import trustme
 
+from nr_llm.mcp import McpClient
 from tests.peers import running
 from tests.peers.named import named_session
 
@@ -43,6 +44,13 @@ def resolve_test_names(host: str, port: int) -> Sequence[str]:
         return NAMES[host]
     except KeyError:
         raise OSError(f"no such test name: {host}") from None
+
+
+def tls_client(authority: TestAuthority, **kwargs: Any) -> McpClient:
+    """The client facing a peer by name: the test names resolved, the test CA trusted."""
+    return McpClient(
+        allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(authority.bundle), **kwargs
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -140,6 +140,7 @@ def _legs(server: McpServer) -> tuple[OAuthLegs, OperationDeadline]:
         deadline,
         allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS,
         ca_bundle=conf.MCP_CA_BUNDLE,
+        keepalive_seconds=conf.MCP_KEEPALIVE_SECONDS,
     )
     return legs, deadline
 

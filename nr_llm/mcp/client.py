@@ -10,7 +10,8 @@ An operation is one conversation with one server, in the era the server speaks:
 The era is learnt per origin by probing ``server/discover`` and remembered in-process
 (``eras``), so steady state against a modern server is one POST per tool call. Every leg,
 probes included, spends the same ``OperationDeadline``. A fresh ``requests`` session per
-operation keeps one server's session id and connection away from every other server. No
+operation keeps one server's session id and cookies away from every other server; connections
+are kept between operations per origin (pool.py), and carry nothing of either. No
 other traffic is sent: no GET stream, no hidden ``tools/list``.
 
 Exactly once (resend.py): a request is sent again, in a new session or the other era, only
@@ -43,6 +44,7 @@ from .modern_conversation import InputResponder, ModernConversation
 from .oauth.identity import WallClock
 from .oauth.tokens import OperationTokens, SystemWallClock
 from .param_headers import param_headers
+from .pool import DEFAULT_KEEPALIVE_SECONDS
 from .results import CallOutcome, ConnectionReport
 from .text import NAME_LIMIT, clean
 from .transport import (
@@ -100,12 +102,16 @@ class McpClient:
         wall: WallClock | None = None,
         resolver: Resolver | None = None,
         ca_bundle: str | os.PathLike[str] | None = None,
+        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
     ) -> None:
         """``resolver`` maps a host name and port to the addresses to dial (the system's
         ``getaddrinfo`` by default; tests map names to loopback), for MCP and OAuth legs alike.
         ``ca_bundle`` is a PEM file of the authorities to trust instead of the certificates
-        ``requests`` ships (certifi); the environment's REQUESTS_CA_BUNDLE is never read."""
+        ``requests`` ships (certifi); the environment's REQUESTS_CA_BUNDLE is never read.
+        ``keepalive_seconds``: how long a connection may idle in the process's pool before a
+        later leg to the same origin reuses it (pool.py); 0 gives every leg a new connection."""
         self.allow_private_networks = allow_private_networks
+        self.keepalive_seconds = keepalive_seconds
         self.resolver = resolver
         # A str: requests reads a Path as a mere truthy value, and would trust certifi instead.
         self.ca_bundle = None if ca_bundle is None else os.fspath(ca_bundle)
@@ -292,8 +298,15 @@ class McpClient:
         credential_headers = auth_headers(endpoint)
         if not self.allow_private_networks:
             refuse_clear_text(endpoint, bool(credential_headers) or endpoint.oauth is not None)
-        # The lookup spends the operation's budget like a leg does.
-        addresses = resolve(endpoint.url, endpoint.identifier, deadline.grant(), self.resolver)
+        # The lookup spends the operation's budget like a leg does; an answer as young as the
+        # idle-connection limit is used again (hostgate.py: why that is safe).
+        addresses = resolve(
+            endpoint.url,
+            endpoint.identifier,
+            deadline.grant(),
+            self.resolver,
+            remember_seconds=self.keepalive_seconds,
+        )
         if not self.allow_private_networks:
             refuse_private(addresses, endpoint.identifier)
         tokens = None
@@ -308,6 +321,7 @@ class McpClient:
                 session_factory=self.session_factory,
                 resolver=self.resolver,
                 ca_bundle=self.ca_bundle,
+                keepalive_seconds=self.keepalive_seconds,
             )
         session = self.session_factory()
         try:
@@ -325,6 +339,7 @@ class McpClient:
                     addresses=addresses,
                     authorizer=tokens,
                     ca_bundle=self.ca_bundle,
+                    keepalive_seconds=self.keepalive_seconds,
                 ),
                 deadline,
             )

@@ -24,8 +24,9 @@ Exception tree::
                input_required       a 2026-07-28 server asked for input this call cannot give
                interrupted          the server accepted the request (a 2xx status line), then
                                     its answer was cut off: the connection broke, or the event
-                                    stream ended and could not be resumed; a tools/call may
-                                    have run, and is never sent again
+                                    stream ended and could not be resumed; or a tools/call was
+                                    sent and its connection closed before any answer (not
+                                    accepted); a tools/call may have run, and is never sent again
         ChallengeError          kind = status: a 401/403 with its WWW-Authenticate
                                 challenge parsed (error, scopes, resource_metadata)
         AuthorizationError      carries ``reason`` and ``scopes``

@@ -56,12 +56,18 @@ class _Allowance:
 class CappedResponse(http.client.HTTPResponse):
     """``http.client``'s response, reading its head within the allowance."""
 
+    # Bytes of the status line and headers read, also when reading them failed: 0 means the
+    # connection gave no answer at all (watchdog.py tells the leg).
+    head_bytes = 0
+
     def begin(self) -> None:
         raw = self.fp
-        self.fp = _Allowance(raw)  # type: ignore[assignment]
+        allowance = _Allowance(raw)
+        self.fp = allowance  # type: ignore[assignment]
         try:
             super().begin()
         finally:
+            self.head_bytes = MAX_HEADER_BYTES - allowance._left
             # The body is read from the socket's own file, at full speed.
             if self.fp is not None:
                 self.fp = raw

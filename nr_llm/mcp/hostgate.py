@@ -4,6 +4,13 @@ The host is resolved and every address checked before a credential is attached o
 byte is sent; one bad address refuses the host, because the connection may use any of
 them. Only an installation that sets ``allow_private_networks`` may talk to loopback or
 private servers.
+
+A resolver's answer may be remembered for a short while (``remember_seconds``: the client
+passes its idle-connection limit, so turning reuse off turns this off too) and used again
+instead of a lookup. DNS rebinding gains nothing from it: the gate judges every answer, the
+remembered one included, on every operation, and only the addresses judged are dialled; a
+name that later resolves inside is refused at its next lookup. What a remembered answer
+costs is the other way round: a server that moved is found that many seconds late.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
@@ -62,8 +70,42 @@ def split_target(url: str, server: str) -> tuple[str, int]:
     return parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
-def resolve(url: str, server: str, seconds: int, resolver: Resolver | None = None) -> list[str]:
-    """Every address the URL's host resolves to, looked up once within ``seconds``.
+class _Answers:
+    """Resolver answers of this process, each until its time is up (monotonic seconds)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answers: dict[tuple[str, int, Resolver | None], tuple[float, list[str]]] = {}
+
+    def get(self, key: tuple[str, int, Resolver | None]) -> list[str] | None:
+        with self._lock:
+            found = self._answers.get(key)
+            if found is None or time.monotonic() >= found[0]:
+                self._answers.pop(key, None)
+                return None
+            return list(found[1])
+
+    def put(self, key: tuple[str, int, Resolver | None], addresses: list[str], seconds: float) -> None:
+        with self._lock:
+            now = time.monotonic()
+            # Expired answers go with every new one: a process that met many hosts keeps few.
+            for old in [old for old, (until, _) in self._answers.items() if until <= now]:
+                del self._answers[old]
+            self._answers[key] = (now + seconds, list(addresses))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
+
+ANSWERS = _Answers()
+
+
+def resolve(
+    url: str, server: str, seconds: int, resolver: Resolver | None = None, *, remember_seconds: float = 0.0
+) -> list[str]:
+    """Every address the URL's host resolves to, looked up once within ``seconds``, or the
+    answer of a lookup less than ``remember_seconds`` ago.
 
     The system resolver has no timeout of its own, so the lookup (``resolver``, the system's
     by default) runs on a daemon thread that the operation stops waiting for when its grant
@@ -75,6 +117,17 @@ def resolve(url: str, server: str, seconds: int, resolver: Resolver | None = Non
         return [str(ipaddress.ip_address(host))]
     except ValueError:
         pass  # a name, not a literal address: ask the resolver
+    key = (host, port, resolver)
+    remembered = ANSWERS.get(key) if remember_seconds > 0 else None
+    if remembered is not None:
+        return remembered
+    addresses = _look_up(host, port, server, seconds, resolver)
+    if remember_seconds > 0:
+        ANSWERS.put(key, addresses, remember_seconds)
+    return addresses
+
+
+def _look_up(host: str, port: int, server: str, seconds: int, resolver: Resolver | None) -> list[str]:
     found: list[list[str]] = []
     failures: list[Exception] = []
     done = threading.Event()

@@ -5,8 +5,8 @@ a ``tools/call`` may have run, whatever follows (a stream that ends early, a res
 refused with 404 or 405, a broken connection, a timeout). The leg machine (transport.py)
 marks every failure after that status line ``accepted``, and a stream that cannot be
 finished is ``interrupted``; nothing here lets an accepted request out again: no new
-session, no re-probe, no era fallback, no pooled-connection retry (the adapter retries
-nothing).
+session, no re-probe, no era fallback, no second try on a new connection (urllib3 retries
+nothing by itself).
 
 A request is sent once more (in a new session, or in the other era) only when the server
 refused it in a way that proves it did not run it: its own status line was not 2xx (a 4xx;
@@ -15,14 +15,27 @@ JSON-RPC error that a server gives before running anything. Only ``tools/call`` 
 exactly-once contract; the reads (``server/discover``, ``initialize``, ``tools/list``) follow
 the same rule here, and the era probe reads any answer as evidence (client.py).
 
-A connection-reuse layer wanting "retried only when the request did not leave" asks for less
-than ``refused``: it still must never resend an ``accepted`` failure.
+A pooled connection the server closed while it sat idle fails the next request before any
+byte of an answer. That request goes once more, on a new connection, when it may be repeated
+(``server/discover``, ``initialize``, ``tools/list``, ``ping``, a GET or a DELETE), and any other
+(a ``tools/call``, a notification, an OAuth token request) only when the connection shows it
+never left: the write itself failed. A request that was written and then met a closed
+connection may have reached the server: a ``tools/call`` so cut off is ``interrupted``
+(transport.py), never resent.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import modern
 from .errors import McpTransportError
+
+if TYPE_CHECKING:
+    from .watchdog import Delivery
+
+# JSON-RPC methods that change nothing on the server: sent twice, they do no harm.
+REPEATABLE_METHODS = frozenset({"server/discover", "initialize", "tools/list", "ping"})
 
 # JSON-RPC codes with which a server refuses a request before running it because it speaks
 # the other era (unknown method, missing _meta or session, header mismatch, revision).
@@ -63,3 +76,16 @@ def other_era(exc: McpTransportError) -> bool:
     if not refused(exc):
         return False
     return exc.kind == "rpc_error" or (exc.kind == "status" and exc.http_status in _OTHER_ERA_STATUSES)
+
+
+def repeatable(http_method: str, rpc_method: object) -> bool:
+    """The request may be sent twice without harm (a read, or the end of a session)."""
+    return http_method in ("GET", "DELETE") or rpc_method in REPEATABLE_METHODS
+
+
+def on_fresh_connection(exc: McpTransportError, delivery: Delivery, may_repeat: bool) -> bool:
+    """A leg that failed on a pooled connection may go once more on a new one: the connection
+    broke before any byte of an answer, and the request may be repeated or never left."""
+    if exc.accepted or exc.kind != "unreachable" or not delivery.reused or delivery.answered:
+        return False
+    return may_repeat or not delivery.written

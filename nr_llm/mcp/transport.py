@@ -45,21 +45,26 @@ import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 from urllib3.util.ssl_match_hostname import CertificateError
 
-from . import jsonrpc
+from . import jsonrpc, resend
 from .deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
 from .endpoint import Endpoint
 from .errors import ChallengeError, McpTransportError
 from .eventstream import EventStreamDecoder
 from .headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, HeaderFlood
 from .oauth.challenge import parse_challenge
+from .pool import DEFAULT_KEEPALIVE_SECONDS, process_pool
 from .sealed import Sealed
 from .text import NAME_LIMIT, clean
-from .watchdog import POOL_CLASSES, LegWatchdog, RefusedPeer
+from .watchdog import POOL_CLASSES, Delivery, LegWatchdog, RefusedPeer
 
 if TYPE_CHECKING:
     from .oauth.tokens import OperationTokens
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
+# What a leg reads of a body after its answer to keep the connection (Reading.settle): the end
+# of an event stream follows the answer at once, or the connection is not worth the wait.
+SETTLE_SECONDS = 0.05
+SETTLE_BYTES = 64 * 1024
 # A server that keeps closing its stream early is not followed around forever.
 MAX_RESUMPTIONS = 3
 _CHUNK_BYTES = 64 * 1024
@@ -167,9 +172,39 @@ class Reading:
     def body(self) -> bytes:
         return b"".join(self.chunks())
 
+    def settle(self) -> bool:
+        """Read what is left of the body when it is already on its way, so that the connection
+        can serve the next leg: a 202's empty body, the end of an event stream after our answer.
+        At most ``SETTLE_BYTES`` within ``SETTLE_SECONDS``: a server that keeps the stream open
+        is not waited for, its connection is closed instead. True when the body ended."""
+        raw = self.response.raw
+        connection = getattr(raw, "connection", None)
+        sock = getattr(connection, "sock", None)
+        if not raw.isclosed():
+            if sock is None:
+                return False
+            ends = time.monotonic() + SETTLE_SECONDS
+            left = SETTLE_BYTES
+            try:
+                sock.settimeout(SETTLE_SECONDS)
+                while not raw.isclosed():
+                    chunk = raw.read1(_CHUNK_BYTES, decode_content=True)
+                    left -= len(chunk)
+                    if left < 0 or self._watchdog.fired or (chunk and time.monotonic() > ends):
+                        return False
+                    if not chunk:
+                        break
+            except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, ValueError):
+                return False
+        if not raw.isclosed() or self._watchdog.fired:
+            return False
+        raw.release_conn()
+        return True
+
 
 class LegMachine:
-    """Sends the legs of one operation over one hardened ``requests`` session."""
+    """Sends the legs of one operation over one hardened ``requests`` session, on connections
+    of the process's idle pool (pool.py) kept at most ``keepalive_seconds`` between legs."""
 
     def __init__(
         self,
@@ -178,12 +213,14 @@ class LegMachine:
         allow_private_networks: bool,
         ca_bundle: str | None = None,
         clock: Clock | None = None,
+        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
     ) -> None:
         # Direct, watched, a 3xx never read: the rules every leg's session follows.
         self.session = harden(session)
         self._clock = clock
         self.allow_private_networks = allow_private_networks
         self.ca_bundle = ca_bundle
+        self.keepalive_seconds = keepalive_seconds
         self.sent = 0  # legs sent, for callers that report what an operation cost
 
     def close(self) -> None:
@@ -201,11 +238,47 @@ class LegMachine:
         body: bytes | None,
         addresses: tuple[str, ...],
         quote_location: bool = False,
+        repeatable: bool = False,
     ) -> T:
         """One leg: ``read`` gets the answer once its head is in (a 3xx never reaches it).
 
         ``quote_location``: a redirect's message quotes where it pointed (cleaned).
+        ``repeatable``: the request may be sent twice without harm (resend.repeatable); on a
+        pooled connection that turns out closed it then goes once more on a new connection,
+        within the same budget.
         """
+        delivery = Delivery()
+        try:
+            return self._attempt(
+                deadline, peer, method, url, read, headers, body, addresses, quote_location, delivery
+            )
+        except McpTransportError as failed:
+            fits = deadline.remaining_ns() >= MINIMUM_LEG_SECONDS * 1e9
+            if not fits or not resend.on_fresh_connection(failed, delivery, repeatable):
+                raise
+            if delivery.origin is not None:
+                # The server closed one idle connection: it may have closed the others too.
+                process_pool().drop(delivery.origin)
+        again = Delivery()
+        return self._attempt(
+            deadline, peer, method, url, read, headers, body, addresses, quote_location, again, fresh=True
+        )
+
+    def _attempt(
+        self,
+        deadline: OperationDeadline,
+        peer: Peer,
+        method: str,
+        url: str,
+        read: Callable[[Reading], T],
+        headers: dict[str, str],
+        body: bytes | None,
+        addresses: tuple[str, ...],
+        quote_location: bool,
+        delivery: Delivery,
+        *,
+        fresh: bool = False,
+    ) -> T:
         # Deliberately outside the mapping below: a spent budget is not a failing server.
         grant = deadline.grant()
         # The socket waits get whole seconds (never 0); the wall clock gets exactly what is
@@ -217,7 +290,13 @@ class LegMachine:
         accepted = False
         try:
             with LegWatchdog(
-                wall_seconds, allow_private_networks=self.allow_private_networks, addresses=addresses
+                wall_seconds,
+                allow_private_networks=self.allow_private_networks,
+                addresses=addresses,
+                keepalive_seconds=self.keepalive_seconds,
+                trust=verify,
+                fresh=fresh,
+                delivery=delivery,
             ) as watchdog:
                 try:
                     response = self.session.request(
@@ -235,7 +314,10 @@ class LegMachine:
                     try:
                         reading = Reading(response, peer, watchdog, wall_seconds, started_ns)
                         _refuse_redirect(reading, quote_location)
-                        return read(reading)
+                        answer = read(reading)
+                        # Kept for the next leg only when read to its end (LegWatchdog decides).
+                        watchdog.reusable = reading.settle()
+                        return answer
                     finally:
                         response.close()
                 except McpTransportError as exc:
@@ -266,7 +348,17 @@ class LegMachine:
                     # Not chained: the library's exception quotes the URL, and a logged
                     # traceback would show a secret in its query string. Its type is named
                     # in the message instead.
-                    raise _failure(exc, peer, _host_of(url), watchdog.fired, wall_seconds) from None
+                    failure = _failure(
+                        exc, peer, _host_of(url), watchdog.fired, wall_seconds, connected=delivery.connected
+                    )
+                    if failure.kind == "unreachable" and delivery.written and not delivery.answered:
+                        raise _Unanswered(
+                            "unreachable",
+                            peer.server,
+                            f"{peer.subject}: the connection closed after the request was sent, before "
+                            f"any answer ({type(exc).__name__}).",
+                        ) from None
+                    raise failure from None
         except McpTransportError as failed:
             failed.accepted = failed.accepted or accepted
             raise
@@ -354,12 +446,15 @@ def _tls_failure(exc: BaseException, peer: Peer, host: str) -> McpTransportError
     return peer.error("tls", f": the TLS handshake failed{said}{hint}.")
 
 
-def _failure(exc: Exception, peer: Peer, host: str, fired: bool, seconds: float) -> McpTransportError:
+def _failure(
+    exc: Exception, peer: Peer, host: str, fired: bool, seconds: float, *, connected: bool = False
+) -> McpTransportError:
     """Map an I/O failure, most specific first. The exception's own text is never used:
-    it can carry the URL (and a secret in its query string)."""
+    it can carry the URL (and a secret in its query string). Once ``connected`` (the TLS
+    handshake done), an ssl error is a broken connection like any other."""
     if fired:
         return peer.timeout(seconds)
-    tls = _tls_failure(exc, peer, host)
+    tls = None if connected else _tls_failure(exc, peer, host)
     if tls is not None:
         return tls
     if isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError):
@@ -386,11 +481,21 @@ def _failure(exc: Exception, peer: Peer, host: str, fired: bool, seconds: float)
 
 
 class WatchedAdapter(HTTPAdapter):
-    """Connections through the watched pool classes: dialled to vetted addresses, cut at the grant."""
+    """Connections through the watched pool classes: dialled to vetted addresses, cut at the grant.
+
+    One serves every session of the process: it holds no connection of its own (they are the
+    idle pool's, pool.py, between legs), only urllib3's per-origin pool objects, so closing a
+    session leaves it as it is, and building it once saves each operation its cost."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = POOL_CLASSES
+
+    def close(self) -> None:
+        pass  # shared: nothing of one session's is in it
+
+
+_ADAPTER = WatchedAdapter(max_retries=0)
 
 
 def _no_redirect_target(response: requests.Response) -> None:
@@ -410,9 +515,8 @@ def harden(session: requests.Session) -> requests.Session:
     # and uncapped, and parses Location, raising whatever a hostile one provokes.
     # With no redirect target it does neither; the 3xx comes back unread.
     session.get_redirect_target = _no_redirect_target  # type: ignore[method-assign,assignment]
-    adapter = WatchedAdapter(max_retries=0)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
+    session.mount("http://", _ADAPTER)
+    session.mount("https://", _ADAPTER)
     return session
 
 
@@ -441,6 +545,11 @@ class _EndedEarly(McpTransportError):
         )
         self.last_event_id = last_event_id
         self.retry_ms = retry_ms
+
+
+class _Unanswered(McpTransportError):
+    """``unreachable`` after the request was written: the connection closed before any byte of
+    an answer, so the server may have run it. A tools/call so cut off is ``interrupted``."""
 
 
 # What a failed resumption was, for the message of the ``interrupted`` it ends in.
@@ -485,6 +594,17 @@ def _interrupted(server: str, message: dict[str, Any], detail: str) -> McpTransp
     )
 
 
+def _unanswered(server: str, message: dict[str, Any]) -> McpTransportError:
+    """A tools/call whose connection closed after it was written and before any answer:
+    ``interrupted``, not accepted (no status line came), and never sent again."""
+    what, meaning = _what(message)
+    return McpTransportError(
+        "interrupted",
+        server,
+        f"MCP server {server!r} was sent {what}, but the connection closed before any answer.{meaning}",
+    )
+
+
 def _after_acceptance(server: str, message: dict[str, Any], exc: McpTransportError) -> McpTransportError:
     """A POST's failure after its 2xx status line: a broken connection is ``interrupted``; any
     other kind stays, saying (for a tools/call) that the tool may have run."""
@@ -523,12 +643,17 @@ class Transport:
         addresses: list[str],
         authorizer: OperationTokens | None = None,
         ca_bundle: str | None = None,
+        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
     ) -> None:
         self.endpoint = endpoint
         self.server = endpoint.identifier
         self._peer = Peer(endpoint.identifier)
         self._legs = LegMachine(
-            session, allow_private_networks=allow_private_networks, ca_bundle=ca_bundle, clock=clock
+            session,
+            allow_private_networks=allow_private_networks,
+            ca_bundle=ca_bundle,
+            clock=clock,
+            keepalive_seconds=keepalive_seconds,
         )
         self._clock = clock
         self.auth_headers = auth_headers
@@ -557,6 +682,10 @@ class Transport:
                 )
             except _EndedEarly as ended:
                 return self._resume(deadline, ended, message, session_id, protocol_version)
+            except _Unanswered as unanswered:
+                if message.get("method") != "tools/call":
+                    raise
+                raise _unanswered(self.server, message) from unanswered
             except ChallengeError as challenge:
                 if self.authorizer is None:
                     raise
@@ -672,6 +801,7 @@ class Transport:
             body=body,
             addresses=self._addresses,
             quote_location=True,
+            repeatable=resend.repeatable(method, message.get("method") if message is not None else None),
         )
         if issued is not None and not _VISIBLE_ASCII.fullmatch(issued):
             raise McpTransportError(

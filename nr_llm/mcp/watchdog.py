@@ -17,12 +17,21 @@ The connection dials the host gate's vetted addresses itself and leaves urllib3'
 alone: urllib3 sends SNI and checks the certificate for its ``host``, which must stay the
 URL's host name. (Setting urllib3's ``_dns_host`` to the address, as this once did, made
 the IP the TLS identity: no SNI, and a certificate for the IP accepted for any name.)
+
+Connections come from the process's idle pool (pool.py) and go back to it only through the
+leg: the pool classes hand out a kept connection or a new one and never keep one themselves.
+When the leg ends, its connection is kept if the leg machine found the answer read to its end
+and the watchdog never fired; otherwise it is closed (a timeout, a cut, a 3xx, a broken cap, an
+unread body, any failure). The leg also notes what its connection shows about delivery
+(``Delivery``: reused, the request written, any byte of an answer), the evidence resend.py
+decides a retry on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import heapq
 import http.client
 import ipaddress
@@ -31,6 +40,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Hashable
 from typing import Any
 
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -40,21 +50,54 @@ from urllib3.util.connection import create_connection
 
 from .headerlimit import CappedResponse
 from .hostgate import forbidden
+from .pool import Origin, process_pool
 
 
 class RefusedPeer(Exception):
     """The connection reached a forbidden address after the host gate passed (DNS rebinding)."""
 
 
+@dataclasses.dataclass
+class Delivery:
+    """What a leg's connection showed about its request reaching the server (resend.py)."""
+
+    reused: bool = False  # the connection came from the idle pool
+    # Connected, its TLS handshake done (or reused): a TLS error after this is a broken
+    # connection, not a certificate or handshake problem.
+    connected: bool = False
+    written: bool = False  # the whole request was handed to the socket
+    answered: bool = False  # at least one byte of an answer arrived
+    origin: Origin | None = None
+
+
 class LegWatchdog:
-    """Shuts the leg's sockets down ``seconds`` after it was entered, unless exited first."""
+    """Shuts the leg's sockets down ``seconds`` after it was entered, unless exited first.
+
+    ``keepalive_seconds`` is the idle pool's limit for this leg (0: a new connection, closed
+    after the leg); ``trust`` the TLS trust it verifies with (part of what makes a pooled
+    connection fit); ``fresh`` refuses pooled connections (the one retry after a stale one)."""
 
     def __init__(
-        self, seconds: float, *, allow_private_networks: bool, addresses: tuple[str, ...] = ()
+        self,
+        seconds: float,
+        *,
+        allow_private_networks: bool,
+        addresses: tuple[str, ...] = (),
+        keepalive_seconds: float = 0.0,
+        trust: Hashable = None,
+        fresh: bool = False,
+        delivery: Delivery | None = None,
     ) -> None:
         self.allow_private_networks = allow_private_networks
         # The operation's vetted addresses: connections dial these, never a fresh lookup.
         self.addresses = addresses
+        self.keepalive_seconds = keepalive_seconds
+        self.fit = (trust, allow_private_networks)
+        self.fresh = fresh
+        self.delivery = delivery or Delivery()
+        # Set by the leg machine once the answer was read to its end: the connection may be kept.
+        self.reusable = False
+        self.connection: Any = None
         self.fired = False
         self.done = False
         self._seconds = seconds
@@ -69,10 +112,29 @@ class LegWatchdog:
     def __exit__(self, *exc_info: object) -> None:
         with self._lock:
             self.done = True
+            fired = self.fired
             for handle in self._handles:
                 handle.close()
             self._handles.clear()
         _current.reset(self._token)
+        self._settle(keep=self.reusable and not fired)
+
+    def adopt(self, connection: Any) -> None:
+        """``connection`` serves this leg; its end keeps or closes it."""
+        if self.connection is not None and self.connection is not connection:
+            self.connection.close()
+        self.connection = connection
+
+    def _settle(self, *, keep: bool) -> None:
+        connection, self.connection = self.connection, None
+        if connection is None:
+            return
+        origin = self.delivery.origin
+        # No socket: http.client closed it for an answer that ends the connection (Connection: close).
+        if keep and origin is not None and connection.sock is not None:
+            process_pool().keep(origin, self.fit, connection.dialled, connection, self.keepalive_seconds)
+        else:
+            connection.close()
 
     def watch(self, sock: socket.socket | None) -> None:
         """Watch the connection behind ``sock`` through a duplicate of its descriptor.
@@ -158,9 +220,24 @@ def _shut(sock: socket.socket) -> None:
 _current: contextvars.ContextVar[LegWatchdog | None] = contextvars.ContextVar("nr_llm_leg", default=None)
 
 
+class _LegResponse(CappedResponse):
+    """The answer's head, noting for the leg whether any byte of it arrived (even when it then fails)."""
+
+    def begin(self) -> None:
+        try:
+            super().begin()
+        finally:
+            watchdog = _current.get()
+            if watchdog is not None and self.head_bytes:
+                watchdog.delivery.answered = True
+
+
 class _Watched:
     sock: Any
-    response_class: type[http.client.HTTPResponse] = CappedResponse
+    response_class: type[http.client.HTTPResponse] = _LegResponse
+    # The vetted address this connection was dialled to: a pooled connection serves only a
+    # leg whose host gate vetted it too.
+    dialled = ""
 
     def _new_conn(self) -> socket.socket:
         watchdog = _current.get()
@@ -194,12 +271,14 @@ class _Watched:
                 break
             # Mapped as urllib3's own _new_conn maps them, without its text (it names the URL's host).
             try:
-                return create_connection(
+                sock = create_connection(
                     (address, made.port),
                     made.timeout,
                     source_address=made.source_address,
                     socket_options=made.socket_options,
                 )
+                self.dialled = address
+                return sock
             except TimeoutError:
                 failure = ConnectTimeoutError(made, "the connection timed out")
             except OSError:
@@ -208,9 +287,25 @@ class _Watched:
             raise ConnectTimeoutError(self, "the leg's grant ran out before a connection was made")
         raise failure
 
-    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
         watchdog = _current.get()
         if watchdog is not None:
+            watchdog.delivery.connected = True
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        # urllib3 swallows a broken pipe or a reset while the request is written (to read an
+        # answer the server may have sent first), so the proof that the request never left
+        # completely is noted here, where the write itself raises.
+        super().request(*args, **kwargs)  # type: ignore[misc]
+        watchdog = _current.get()
+        if watchdog is not None:
+            watchdog.delivery.written = True
+
+    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+        watchdog = _current.get()
+        # A pooled connection is watched from when the leg took it (_PooledConnections).
+        if watchdog is not None and not watchdog.delivery.reused:
             watchdog.watch(self.sock)
         return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
@@ -223,11 +318,45 @@ class WatchedHTTPSConnection(_Watched, HTTPSConnection):
     pass
 
 
-class WatchedHTTPConnectionPool(HTTPConnectionPool):
+class _PooledConnections:
+    """urllib3's pool interface over the process's idle pool (pool.py), for the leg in progress.
+
+    urllib3 would keep a connection once its body is read, before the leg knows whether it
+    ended cleanly; here nothing is kept but by the leg's end (``LegWatchdog._settle``)."""
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        watchdog = _current.get()
+        if watchdog is None:
+            return self._new_conn()  # type: ignore[attr-defined]
+        made: Any = self  # the urllib3 pool this class is mixed into
+        origin = Origin(str(made.scheme), str(made.host), int(made.port))
+        watchdog.delivery.origin = origin
+        connection = None
+        if not watchdog.fresh:
+            connection = process_pool().take(
+                origin, watchdog.fit, watchdog.addresses, watchdog.keepalive_seconds
+            )
+        if connection is None:
+            connection = self._new_conn()  # type: ignore[attr-defined]
+        else:
+            watchdog.delivery.reused = watchdog.delivery.connected = True
+            # Watched from before the request is written: a write can stall like a read.
+            watchdog.watch(connection.sock)
+        watchdog.adopt(connection)
+        return connection
+
+    def _put_conn(self, conn: Any) -> None:
+        watchdog = _current.get()
+        if conn is None or (watchdog is not None and conn is watchdog.connection):
+            return  # the leg's own connection: its end keeps or closes it
+        conn.close()
+
+
+class WatchedHTTPConnectionPool(_PooledConnections, HTTPConnectionPool):
     ConnectionCls = WatchedHTTPConnection
 
 
-class WatchedHTTPSConnectionPool(HTTPSConnectionPool):
+class WatchedHTTPSConnectionPool(_PooledConnections, HTTPSConnectionPool):
     ConnectionCls = WatchedHTTPSConnection
 
 

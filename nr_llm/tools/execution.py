@@ -322,8 +322,9 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
         kind, is_error = exc.kind, True
         if authorization.needs_operator(exc):
             text = authorization.unavailable_text(server, row.tool_name, exc)
-        elif exc.accepted:
-            # The server took the call: "could not run" would invite the loop to run it again.
+        elif exc.accepted or exc.kind == "interrupted":
+            # The server took the call (or was sent it and never answered): "could not run"
+            # would invite the loop to run it again.
             text = (
                 f"{origin} may have run {row.remote_name!r}, but its answer was lost; do not assume "
                 f"it failed, and check its effect before calling it again: {exc}"

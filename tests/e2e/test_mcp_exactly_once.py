@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from tests.tls import TestAuthority, names_session, resolve_test_names, tls_adversary
+from tests.tls import TestAuthority, names_session, tls_adversary, tls_client
 
 pytestmark = pytest.mark.e2e
 
@@ -31,8 +31,8 @@ def origin(tls: TestAuthority) -> Iterator[str]:
         yield f"https://mcp.test:{port}"
 
 
-def _client(tls: TestAuthority) -> McpClient:
-    return McpClient(allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(tls.bundle))
+def _client(tls: TestAuthority, keepalive_seconds: float = 1.5) -> McpClient:
+    return tls_client(tls, keepalive_seconds=keepalive_seconds)
 
 
 def _seen(origin: str, tls: TestAuthority, path: str) -> list[dict[str, Any]]:
@@ -46,13 +46,13 @@ def _methods(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _call(
-    tls: TestAuthority, origin: str, era: str, shape: str, tag: str
+    tls: TestAuthority, origin: str, era: str, shape: str, tag: str, keepalive_seconds: float = 1.5
 ) -> tuple[Any, list[dict[str, Any]]]:
     """Learn the era with a ping (so a remembered era is what the call meets), then call once;
     the call's outcome or error and every request of this path the server saw."""
     path = f"/once/{era}/{shape}/{tag}/mcp"
     endpoint = Endpoint(identifier="once", url=f"{origin}{path}", budget_seconds=BUDGET)
-    client = _client(tls)
+    client = _client(tls, keepalive_seconds)
     assert client.ping(endpoint).era == era
     started = time.monotonic()
     try:
@@ -101,16 +101,20 @@ def test_an_accepted_call_that_cannot_be_finished_is_interrupted_and_never_sent_
     assert "POST initialize" not in after_call and "POST server/discover" not in after_call, methods
 
 
+@pytest.mark.parametrize("keepalive_seconds", [1.5, 0], ids=["pooled", "fresh"])
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_a_call_whose_connection_closes_unanswered_is_not_sent_again(
-    tls: TestAuthority, origin: str, era: str
+    tls: TestAuthority, origin: str, era: str, keepalive_seconds: float
 ) -> None:
     """The server reads the call, runs it and closes the connection with no status line: not
-    accepted, yet nothing proves it did not run, so it is 'unreachable' and sent once, also on a
-    pooled connection (the adapter retries nothing)."""
-    error, seen = _call(tls, origin, era, "unanswered", "pooled")
+    accepted (no status line came), yet the call was written and may have run, so it is
+    'interrupted', saying so, and sent once, on a pooled connection (where a read would have been
+    retried) as on a fresh one."""
+    tag = f"unanswered-{keepalive_seconds}"
+    error, seen = _call(tls, origin, era, "unanswered", tag, keepalive_seconds)
     assert isinstance(error, McpTransportError), error
-    assert (error.kind, error.accepted) == ("unreachable", False)
+    assert (error.kind, error.accepted) == ("interrupted", False)
+    assert "'echo'" in str(error) and "may have run" in str(error) and "before any answer" in str(error)
     methods = _methods(seen)
     assert methods.count("ran") == 1 and methods.count("POST tools/call") == 1, methods
 

@@ -25,6 +25,7 @@ from tests.tls import (
     resolve_test_names,
     sdk_server_tls,
     tls_adversary,
+    tls_client,
 )
 
 pytestmark = pytest.mark.e2e
@@ -33,9 +34,7 @@ BUDGET = 2
 
 
 def _client(tls: TestAuthority, **kwargs: Any) -> McpClient:
-    return McpClient(
-        allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(tls.bundle), **kwargs
-    )
+    return tls_client(tls, **kwargs)
 
 
 @pytest.mark.parametrize(

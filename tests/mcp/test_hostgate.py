@@ -246,3 +246,41 @@ def test_the_client_hands_its_resolver_to_the_host_gate() -> None:
         Endpoint(identifier="mapped", url="https://mcp.test/mcp")
     )
     assert report.failure is not None and report.failure.kind == "refused_host"
+
+
+def test_a_remembered_answer_is_used_again_and_judged_again() -> None:
+    """remember_seconds: a second resolve within it asks no resolver; the gate still judges the
+    remembered answer (refuse_private runs on what resolve returns), and 0 asks every time."""
+    asked: list[str] = []
+
+    def lookup(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return ["10.0.0.7"]
+
+    first = resolve("https://mcp.test/mcp", "x", 5, lookup, remember_seconds=60)
+    again = resolve("https://mcp.test/mcp", "x", 5, lookup, remember_seconds=60)
+    assert first == again == ["10.0.0.7"] and asked == ["mcp.test"]
+    with pytest.raises(McpTransportError) as refused:
+        refuse_private(again, "x")
+    assert refused.value.kind == "refused_host"
+    resolve("https://mcp.test/mcp", "x", 5, lookup, remember_seconds=0)
+    resolve("https://mcp.test/mcp", "x", 5, lookup, remember_seconds=0)
+    assert asked == ["mcp.test"] * 3
+
+
+def test_a_remembered_answer_is_per_host_port_and_resolver() -> None:
+    """Another port, another host or another resolver is looked up on its own."""
+    asked: list[tuple[str, int]] = []
+
+    def lookup(host: str, port: int) -> list[str]:
+        asked.append((host, port))
+        return ["93.184.216.34"]
+
+    def other(host: str, port: int) -> list[str]:
+        asked.append(("other", port))
+        return ["93.184.216.35"]
+
+    for url in ("https://mcp.test/mcp", "https://mcp.test:8443/mcp", "https://auth.test/mcp"):
+        resolve(url, "x", 5, lookup, remember_seconds=60)
+    assert resolve("https://mcp.test/mcp", "x", 5, other, remember_seconds=60) == ["93.184.216.35"]
+    assert asked == [("mcp.test", 443), ("mcp.test", 8443), ("auth.test", 443), ("other", 443)]

@@ -54,6 +54,7 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
             "wall",  # epoch seconds for OAuth token expiry (absolute, so it survives a restart)
             "resolver",  # host name to addresses (the system's by default; tests map names)
             "ca_bundle",  # the authorities to trust instead of certifi's
+            "keepalive_seconds",  # how long a connection idles in the pool before reuse (0: off)
         ],
         "ping": ["self", "endpoint"],
         "list_tools": ["self", "endpoint", "on_page"],

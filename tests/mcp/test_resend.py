@@ -6,7 +6,8 @@ import pytest
 
 from nr_llm.mcp import McpTransportError
 from nr_llm.mcp.errors import ChallengeError
-from nr_llm.mcp.resend import new_session, other_era, refused
+from nr_llm.mcp.resend import new_session, on_fresh_connection, other_era, refused, repeatable
+from nr_llm.mcp.watchdog import Delivery
 
 
 def _error(kind: str, *, status: int | None = None, code: int | None = None, accepted: bool = False):
@@ -78,3 +79,52 @@ def test_only_a_forgotten_session_opens_a_new_one_and_only_an_era_refusal_change
     assert other_era(_error("status", status=404)) and not new_session(_error("status", status=404))
     challenge = ChallengeError("demo", "x", status=401)
     assert not other_era(challenge) and not new_session(challenge)
+
+
+@pytest.mark.parametrize(
+    ("delivery", "may_repeat", "again"),
+    [
+        (Delivery(reused=True, written=True), True, True),  # a stale connection took a read
+        (Delivery(reused=True, written=False), False, True),  # the write failed: it never left
+        (Delivery(reused=True, written=True), False, False),  # a tools/call that left: interrupted
+        (Delivery(reused=True, written=True, answered=True), True, False),  # an answer began
+        (Delivery(reused=False, written=False), True, False),  # a new connection: the server is down
+    ],
+    ids=["stale-read", "unwritten-call", "written-call", "answer-began", "fresh"],
+)
+def test_a_pooled_connection_failure_goes_once_more_only_when_harmless(
+    delivery: Delivery, may_repeat: bool, again: bool
+) -> None:
+    """on_fresh_connection: a connection from the pool that broke before any byte of an answer
+    lets a repeatable request, or one that never left, go once more on a new connection."""
+    assert on_fresh_connection(_error("unreachable"), delivery, may_repeat) is again
+
+
+@pytest.mark.parametrize("kind", ["timeout", "tls", "too_large", "status"])
+def test_only_a_broken_connection_is_sent_again_on_a_new_one(kind: str) -> None:
+    """A timeout (the budget is spent), a TLS or cap failure or a status is no stale connection."""
+    assert on_fresh_connection(_error(kind), Delivery(reused=True), True) is False
+
+
+def test_an_accepted_failure_is_never_sent_again_on_a_new_connection() -> None:
+    """A 2xx status line came: whatever the connection shows, the request may have run."""
+    assert on_fresh_connection(_error("unreachable", accepted=True), Delivery(reused=True), True) is False
+
+
+@pytest.mark.parametrize(
+    ("http_method", "rpc_method", "expected"),
+    [
+        ("POST", "server/discover", True),
+        ("POST", "initialize", True),
+        ("POST", "tools/list", True),
+        ("POST", "ping", True),
+        ("DELETE", None, True),
+        ("GET", None, True),
+        ("POST", "tools/call", False),
+        ("POST", "notifications/initialized", False),
+        ("POST", None, False),  # an OAuth token or registration request
+    ],
+)
+def test_what_may_be_repeated(http_method: str, rpc_method: str | None, expected: bool) -> None:
+    """Reads and the end of a session may go twice; a tool call, a notification, a token request not."""
+    assert repeatable(http_method, rpc_method) is expected

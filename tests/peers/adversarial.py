@@ -25,11 +25,12 @@
                       raw bytes of ``hostile_wire.answer(SHAPE)``; any further segments
                       before ``mcp`` are free (a test's own tag). ``GET /seen`` lists every
                       request (with how many its connection has carried, this one
-                      included), each serving of the shape, and any request a client sent
-                      on a connection held silent after a shape (``reused``)
+                      included, and which connection it was), each serving of the shape, and
+                      any request a client sent on a connection held silent after a shape
+                      (``reused``)
     record/0          well-behaved, with sessions; remembers each request's session id and
                       credential headers, served as JSON by ``GET /seen`` (not MCP), as
-                      for every GET and every ``leg/`` request
+                      for every GET and every request of the scenarios in ``REMEMBERED``
     tattle/0          answers every request with a JSON-RPC error quoting the credential
                       it was sent, as a careless server's "invalid token ..." does
     slow-discover/S   a 2026-07-28 server whose server/discover answers after S seconds
@@ -50,6 +51,12 @@
                       handshake-era one. Further segments before ``mcp`` are free (a test's tag)
     tenant/0          answers server/discover as a 2026-07-28 server only for ``?tenant=a``;
                       every other query gets an old server
+    idle-close/S      a 2026-07-28 server noting every tools/call it runs (``ran``); closes a
+                      kept-alive connection that stays idle S seconds after an answer, as a
+                      server's keep-alive timeout does
+    reset-reused/0    a 2026-07-28 server, well-behaved on a connection's first request; any
+                      later request on the same connection is read whole, noted (``reset``, and
+                      ``ran`` for a tools/call: it may have run) and answered by a TCP reset
 
 Every other scenario answers server/discover like an old server that answers everything:
 a result listing no revision.
@@ -75,11 +82,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import gzip
+import io
 import itertools
 import json
 import socket
 import socketserver
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -91,10 +100,24 @@ from tests.peers.hostile_wire import HOLD, KEEP, answer, disposition
 LIMIT_SECONDS = 60.0
 # The once/modern paths whose server/discover was answered as a 2026-07-28 server already.
 DISCOVERED: set[str] = set()
-MODERN_SCENARIOS = frozenset({"slow-discover", "trickle-discover", "modern-slow-work"})
+MODERN_SCENARIOS = frozenset(
+    {"slow-discover", "trickle-discover", "modern-slow-work", "idle-close", "reset-reused"}
+)
 PAGES = 50
 SEEN: list[dict[str, str | None]] = []
 SESSIONS = itertools.count(1)
+CONNECTIONS = itertools.count(1)
+# The scenarios whose every request ``GET /seen`` lists (of the others, only their GETs).
+REMEMBERED = (
+    "/record/",
+    "/leg/",
+    "/once/",
+    "/tenant/",
+    "/idle-close/",
+    "/reset-reused/",
+    "/trickle/",
+    "/endless/",
+)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -139,11 +162,17 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._send(405, b"", "text/plain")
 
+    def setup(self) -> None:
+        super().setup()
+        # Which connection carried a request: a client must never send on one it should have closed.
+        self.number = str(next(CONNECTIONS))
+
     def _remember(self, method: str) -> None:
-        if self.path.startswith(("/record/", "/leg/", "/once/", "/tenant/")) or method == "GET":
+        if self.path.startswith(REMEMBERED) or method == "GET":
             names = ("Mcp-Session-Id", "Authorization", "X-Api-Key", "Last-Event-ID", "MCP-Protocol-Version")
             headers = {name: self.headers.get(name) for name in names}
-            SEEN.append({"method": method, "path": self.path, "carried": str(self.carried), **headers})
+            carried = {"carried": str(self.carried), "connection": self.number}
+            SEEN.append({"method": method, "path": self.path, **carried, **headers})
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
@@ -156,6 +185,14 @@ class Handler(BaseHTTPRequestHandler):
             leg = "probe"  # the era probe: answered as an old server does (below), never hostile
         if self._hostile(leg):
             return
+        if scenario == "reset-reused" and self.carried > 1:
+            self._reset(method)
+            return
+        if scenario in ("idle-close", "reset-reused") and method == "tools/call":
+            SEEN.append({"method": "ran", "path": self.path})
+        if scenario == "idle-close":
+            # The wait for this connection's next request ends after S seconds: then it closes.
+            self.connection.settimeout(min(seconds, LIMIT_SECONDS))
         if leg == "work" and parts[:2] == ["leg", "resume"]:
             # Closed before the answer, offering a way back in: the GET is the hostile leg.
             self._head(200, "text/event-stream", None)
@@ -203,6 +240,17 @@ class Handler(BaseHTTPRequestHandler):
             self._call(body, scenario, seconds)
         else:
             self._result(body, {})
+
+    def _reset(self, method: str | None) -> None:
+        """The request was read; answer nothing and reset the connection (SO_LINGER 0)."""
+        SEEN.append({"method": "reset", "path": self.path})
+        if method == "tools/call":
+            SEEN.append({"method": "ran", "path": self.path})
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        # Nothing is written on the closed socket when the handler winds down.
+        self.wfile = io.BytesIO()
+        self.close_connection = True
 
     def _speaks_modern(self, scenario: str, parts: list[str]) -> bool:
         if scenario == "tenant":

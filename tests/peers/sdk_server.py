@@ -287,6 +287,10 @@ def main() -> None:
         app = _mutable(server, app)
     app = _logged(app, refuse_discover=args.no_discover)
     sock = socket.socket()
+    # As uvicorn's own listener (asyncio sets it on TCP sockets) and gunicorn's have it: without
+    # it, Nagle holds the body uvicorn writes after the headers until the client's delayed ACK
+    # (40 ms) on every kept-alive connection. Accepted connections inherit it (Linux).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind(("127.0.0.1", 0))
     # Listen before announcing: early connections wait in the backlog until uvicorn serves.
     sock.listen(128)

@@ -22,10 +22,11 @@ from urllib.parse import quote, urlsplit
 
 # The module, not its names: transport.py imports the oauth package (its challenge parser)
 # while this module is first loaded, so its names are looked up when a leg is sent.
-from .. import transport
+from .. import resend, transport
 from ..deadline import OperationDeadline
 from ..errors import McpTransportError
 from ..hostgate import Resolver, refuse_private, resolve, split_target
+from ..pool import DEFAULT_KEEPALIVE_SECONDS
 from ..sealed import Sealed, SealedBytes
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ class OAuthLegs:
         session_factory: SessionFactory | None = None,
         resolver: Resolver | None = None,
         ca_bundle: str | None = None,
+        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
     ) -> None:
         self.server = server
         self.deadline = deadline
@@ -99,6 +101,7 @@ class OAuthLegs:
         self._session_factory = session_factory
         self._resolver = resolver
         self._ca_bundle = ca_bundle
+        self._keepalive_seconds = keepalive_seconds
         self._machine: transport.LegMachine | None = None
         # One lookup per host and operation: every leg to it dials what was judged once.
         self._addresses: dict[tuple[str, int], tuple[str, ...]] = {}
@@ -171,6 +174,8 @@ class OAuthLegs:
             headers=request_headers,
             body=body,
             addresses=addresses,
+            # A metadata GET may go twice; a token or registration POST only if it never left.
+            repeatable=resend.repeatable(method, None),
         )
 
     def _vetted(self, url: str, what: str) -> tuple[str, ...]:
@@ -180,7 +185,13 @@ class OAuthLegs:
             return known
         try:
             # The lookup is granted from the same budget as any leg.
-            found = resolve(url, self.server, self.deadline.grant(), self._resolver)
+            found = resolve(
+                url,
+                self.server,
+                self.deadline.grant(),
+                self._resolver,
+                remember_seconds=self._keepalive_seconds,
+            )
             if not self.allow_private_networks:
                 refuse_private(found, self.server)
         except McpTransportError as exc:
@@ -201,7 +212,10 @@ class OAuthLegs:
         if self._machine is None:
             factory = self._session_factory or transport.default_session
             self._machine = transport.LegMachine(
-                factory(), allow_private_networks=self.allow_private_networks, ca_bundle=self._ca_bundle
+                factory(),
+                allow_private_networks=self.allow_private_networks,
+                ca_bundle=self._ca_bundle,
+                keepalive_seconds=self._keepalive_seconds,
             )
         return self._machine
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from ..deadline import OperationDeadline
 from ..errors import AuthorizationError, ChallengeError, McpTransportError
 from ..hostgate import Resolver
+from ..pool import DEFAULT_KEEPALIVE_SECONDS
 from .discovery import confirm_issuer, same_issuer
 from .grants import client_credentials, refresh
 from .identity import ClientConfig, WallClock, not_configured
@@ -73,6 +74,7 @@ class OperationTokens:
         session_factory: SessionFactory | None = None,
         resolver: Resolver | None = None,
         ca_bundle: str | None = None,
+        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
     ) -> None:
         self.server = server
         self.mcp_url = mcp_url
@@ -86,6 +88,7 @@ class OperationTokens:
             session_factory=session_factory,
             resolver=resolver,
             ca_bundle=ca_bundle,
+            keepalive_seconds=keepalive_seconds,
         )
         self.attempts = 0
         self._refreshed_after_challenge = False
