@@ -31,10 +31,10 @@ from .authorization import runtime as authorization
 from .endpoints import endpoint_for, mcp_client
 from .mcp import Endpoint, McpTransportError
 from .mcp.names import InvalidToolName, checked_local_name
+from .mcp.redaction import redact
 from .mcp.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
 from .mcp.text import clean
 from .models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
-from .redaction import redact
 
 MAX_TOOLS = 500
 #: A remote description is text a model reads on every request; more than this is not a description.

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from .authorization import runtime as authorization
 from .endpoints import endpoint_for, mcp_client
 from .mcp import ConnectionReport
+from .mcp.redaction import redact
 from .models import McpServer
-from .redaction import redact
 
 
 @dataclass(frozen=True)

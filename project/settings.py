@@ -91,6 +91,7 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 # unset ones are left to nr_llm's own defaults (nr_llm/conf.py).
 _NR_LLM_FROM_ENV: dict[str, Any] = {
     "NR_LLM_MCP_CA_BUNDLE": env.str,
+    "NR_LLM_MCP_KEEPALIVE_SECONDS": env.str,
     "NR_LLM_MCP_OPERATION_TIMEOUT": env.str,
     "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS": env.bool,
     "NR_LLM_MCP_ERA_CACHE_SECONDS": env.str,

@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
+from nr_llm.mcp.redaction import MASK, redact
 from nr_llm.models import McpServer
-from nr_llm.redaction import MASK, redact
 from tests.peers import running
 
 from .admin_clients import messages_of, post_action

@@ -45,6 +45,7 @@ from .oauth.identity import WallClock
 from .oauth.tokens import OperationTokens, SystemWallClock
 from .param_headers import param_headers
 from .pool import DEFAULT_KEEPALIVE_SECONDS
+from .redaction import redact
 from .results import CallOutcome, ConnectionReport
 from .text import NAME_LIMIT, clean
 from .transport import (
@@ -213,7 +214,9 @@ class McpClient:
                 "tools/call", {"name": name, "arguments": arguments}, headers
             )
             outcome = outcome_of(result, endpoint.identifier)
-            return dataclasses.replace(outcome, era=conversation.era), latency_ms
+            # A server echoing the OAuth access token it was sent must not hand it to a model.
+            text = redact(outcome.text, conversation.transport.sent_bearer())
+            return dataclasses.replace(outcome, text=text, era=conversation.era), latency_ms
 
         return self._operate(endpoint, call, responder=responder)
 

@@ -700,6 +700,11 @@ class Transport:
                     raise
                 raise _after_acceptance(self.server, message, exc) from exc
 
+    def sent_bearer(self) -> str | None:
+        """The OAuth access token this operation sends, if any (a static credential is the
+        Django side's to mask: it knows it before the operation)."""
+        return self._sent_bearer() if self.authorizer is not None else None
+
     def _sent_bearer(self) -> str | None:
         value = self.auth_headers.get("Authorization", "")
         return value[len("Bearer ") :] if value.startswith("Bearer ") else None

@@ -33,9 +33,9 @@ from ..governance.decisions import DecisionRefused
 from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
 from ..mcp import CallOutcome, Endpoint, McpTransportError
+from ..mcp.redaction import redact
 from ..mcp.text import clean
 from ..models import DEFINITION_CHANGED, McpTool
-from ..redaction import redact
 from .registry import LocalTool, local_tool
 from .results import ToolResult, ToolStatus
 

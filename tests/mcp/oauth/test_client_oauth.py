@@ -91,6 +91,17 @@ def test_a_valid_token_adds_no_leg(world: World, wall: FakeWall, server: Protect
     assert all(s.headers["Authorization"] == "Bearer stored-access" for s in world.sent)
 
 
+def test_a_server_echoing_the_access_token_does_not_hand_it_to_the_model(world, wall, server) -> None:
+    """The tool's answer quotes the bearer it was sent: the outcome masks it (the Django side
+    masks a configured credential; only the client knows the operation's access token)."""
+    store = MemoryGrantStore()
+    store.save("demo", _grant(wall))
+    server.valid.add("stored-access")
+    server.mcp.call_result = {"content": [{"type": "text", "text": "you sent stored-access, thanks"}]}
+    text = _call(world, wall, store).text
+    assert "stored-access" not in text and "you sent [credential], thanks" in text
+
+
 def test_an_expired_token_is_refreshed_before_the_first_mcp_leg(world, wall, server) -> None:
     """One extra leg, the refresh, comes first; every MCP leg then carries the new token."""
     store = MemoryGrantStore()

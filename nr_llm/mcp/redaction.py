@@ -2,7 +2,9 @@
 
 A careless server answers "invalid token <what you sent>"; that text becomes an import
 error on the admin page, an admin message or a tool result a model reads. The credential
-is this installation's secret, so it is cut out wherever remote text crosses into ours.
+is this installation's secret, so it is cut out wherever remote text crosses into ours: a
+configured credential by the Django side, an OAuth access token (known only inside the
+operation) by the client.
 """
 
 from __future__ import annotations
