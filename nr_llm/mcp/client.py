@@ -215,7 +215,7 @@ class McpClient:
             )
             outcome = outcome_of(result, endpoint.identifier)
             # A server echoing the OAuth access token it was sent must not hand it to a model.
-            text = redact(outcome.text, conversation.transport.sent_bearer())
+            text = redact(outcome.text, conversation.transport.sent_bearer)
             return dataclasses.replace(outcome, text=text, era=conversation.era), latency_ms
 
         return self._operate(endpoint, call, responder=responder)

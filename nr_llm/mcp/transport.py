@@ -700,9 +700,11 @@ class Transport:
                     raise
                 raise _after_acceptance(self.server, message, exc) from exc
 
+    @property
     def sent_bearer(self) -> str | None:
         """The OAuth access token this operation sends, if any (a static credential is the
-        Django side's to mask: it knows it before the operation)."""
+        Django side's to mask: it knows it before the operation). Read-only data, not a leg:
+        nothing public on the transport can stop one."""
         return self._sent_bearer() if self.authorizer is not None else None
 
     def _sent_bearer(self) -> str | None:
