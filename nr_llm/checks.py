@@ -16,10 +16,24 @@ from .conf import DEFAULT_REQUEST_EVENTS, parse_lifetime, parse_timeout
 _MISSING = object()
 
 
+def _given(name: str) -> Any:
+    """The setting's value, or ``_MISSING`` when it is unset, None or blank (the default)."""
+    raw = getattr(settings, name, _MISSING)
+    return _MISSING if raw is None or (isinstance(raw, str) and not raw.strip()) else raw
+
+
+def _lifetime(name: str, check_id: str, hint: str) -> list[CheckMessage]:
+    """A number of seconds of 0 or more, or unset (the default)."""
+    raw = _given(name)
+    if raw is _MISSING or parse_lifetime(raw) is not None:
+        return []
+    return [Error(f"{name} must be a number of seconds of 0 or more, not {raw!r}.", hint=hint, id=check_id)]
+
+
 def check_operation_timeout(**kwargs: Any) -> list[CheckMessage]:
-    raw = getattr(settings, "NR_LLM_MCP_OPERATION_TIMEOUT", _MISSING)
     # Empty means "use the default" (seed 000); anything else must be a usable number.
-    if raw is _MISSING or raw is None or (isinstance(raw, str) and not raw.strip()):
+    raw = _given("NR_LLM_MCP_OPERATION_TIMEOUT")
+    if raw is _MISSING:
         return []
     if parse_timeout(raw) is None:
         return [
@@ -46,34 +60,20 @@ def check_allow_private_networks(**kwargs: Any) -> list[CheckMessage]:
 
 
 def check_era_cache_seconds(**kwargs: Any) -> list[CheckMessage]:
-    raw = getattr(settings, "NR_LLM_MCP_ERA_CACHE_SECONDS", _MISSING)
-    if raw is _MISSING or raw is None or (isinstance(raw, str) and not raw.strip()):
-        return []
-    if parse_lifetime(raw) is None:
-        return [
-            Error(
-                f"NR_LLM_MCP_ERA_CACHE_SECONDS must be a number of seconds of 0 or more, not {raw!r}.",
-                hint="Set it to e.g. 600, 0 to probe every operation, or remove it for the default of 600.",
-                id="nr_llm.E005",
-            )
-        ]
-    return []
+    return _lifetime(
+        "NR_LLM_MCP_ERA_CACHE_SECONDS",
+        "nr_llm.E005",
+        "Set it to e.g. 600, 0 to probe every operation, or remove it for the default of 600.",
+    )
 
 
 def check_keepalive_seconds(**kwargs: Any) -> list[CheckMessage]:
-    raw = getattr(settings, "NR_LLM_MCP_KEEPALIVE_SECONDS", _MISSING)
-    if raw is _MISSING or raw is None or (isinstance(raw, str) and not raw.strip()):
-        return []
-    if parse_lifetime(raw) is None:
-        return [
-            Error(
-                f"NR_LLM_MCP_KEEPALIVE_SECONDS must be a number of seconds of 0 or more, not {raw!r}.",
-                hint="Set it below your MCP servers' keep-alive timeout (e.g. 1.5), 0 to turn connection "
-                "reuse off, or remove it for the default of 1.5.",
-                id="nr_llm.E008",
-            )
-        ]
-    return []
+    return _lifetime(
+        "NR_LLM_MCP_KEEPALIVE_SECONDS",
+        "nr_llm.E008",
+        "Set it below your MCP servers' keep-alive timeout (e.g. 1.5), 0 to turn connection "
+        "reuse off, or remove it for the default of 1.5.",
+    )
 
 
 def check_credential_keys(**kwargs: Any) -> list[CheckMessage]:

@@ -24,7 +24,9 @@ from django.utils.text import Truncator
 from .. import admin_columns
 from ..credentials import CredentialUnavailable
 from ..models import McpTool
+from ..tools import resume
 from . import columns, decisions, ledger
+from .ceiling import label
 from .models import PENDING, ToolCall, ToolCallApproval, ToolCallStatus
 
 logger = logging.getLogger("nr_llm.governance")
@@ -141,11 +143,21 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
         extra_context: dict[str, Any] | None = None,
     ) -> Any:
         _expire_due()
-        call = self.get_object(request, object_id)
-        context = dict(extra_context or {})
-        if call is not None and request.user.has_perm(decisions.APPROVE_PERMISSION):
-            context["decision"] = self._decision_context(call)
-        return super().change_view(request, object_id, form_url, context)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: ToolCall | None = None,
+    ) -> Any:
+        # The row Django's change view already read: the buttons need no second query.
+        if obj is not None and request.user.has_perm(decisions.APPROVE_PERMISSION):
+            context["decision"] = self._decision_context(obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def _decision_context(self, call: ToolCall) -> dict[str, Any]:
         name = f"admin:{self.opts.app_label}_{self.opts.model_name}"
@@ -190,8 +202,6 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
                 messages.ERROR,
             )
             return self._back(object_id)
-        from ..tools import resume  # the tool API imports this package
-
         result = resume(object_id)
         shown = Truncator(" ".join(result.text.split())).chars(MESSAGE_PREVIEW_CHARS)
         level = {
@@ -242,11 +252,8 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
 
     @admin.display(description="data class · ceiling")
     def data_class_column(self, obj: ToolCall) -> str:
-        from .ceiling import label
-
-        if not obj.data_class:
-            return f"none (local tool or no server) · ceiling {label(obj.data_class_ceiling) or 'none'}"
-        return f"{label(obj.data_class)} · ceiling {label(obj.data_class_ceiling) or 'none'}"
+        declared = label(obj.data_class) if obj.data_class else "none (local tool or no server)"
+        return f"{declared} · ceiling {label(obj.data_class_ceiling) or 'none'}"
 
     @admin.display(description="arguments")
     def arguments_column(self, obj: ToolCall) -> SafeString | str:

@@ -36,9 +36,7 @@ def resolve(ceiling: str | None) -> str:
 
 def allows(ceiling: str, data_class: str) -> bool:
     """Whether a server declared ``data_class`` is within ``ceiling`` (both as stored)."""
-    if data_class not in ORDER or ceiling not in ORDER:
-        return False
-    return ORDER.index(data_class) <= ORDER.index(ceiling)
+    return data_class in within(ceiling)
 
 
 def within(ceiling: str) -> tuple[str, ...]:

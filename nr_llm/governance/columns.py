@@ -12,7 +12,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince, timeuntil
 
-from .models import ToolCall, ToolCallStatus
+from .models import PENDING, ToolCall, ToolCallStatus
 
 #: States an operator should not miss in the list.
 ALARMING = (ToolCallStatus.FAILED, ToolCallStatus.DENIED, ToolCallStatus.EXPIRED)
@@ -24,7 +24,7 @@ def when(call: ToolCall, now: datetime) -> SafeString:
     stamp = f"{call.created:%Y-%m-%d %H:%M:%S}"
     if call.duration_ms is not None:
         detail = f"ran {call.duration_ms} ms"
-    elif call.status in (ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.APPROVED) and call.expires_at:
+    elif call.status in PENDING and call.expires_at:
         detail = _expires(call.expires_at, now)
     else:
         detail = ""
@@ -46,7 +46,7 @@ def tool(call: ToolCall) -> SafeString:
 
 def status(call: ToolCall, now: datetime) -> SafeString:
     """The state (alarming ones in the warning colour); beneath, why or by whom."""
-    label = ToolCallStatus(call.status).label if call.status in ToolCallStatus.values else call.status
+    label = call.get_status_display()
     head = (
         format_html('<strong class="nr-llm-warning">{}</strong>', label)
         if call.status in ALARMING

@@ -173,19 +173,22 @@ def expire_due(clock: WallClock | None = None) -> int:
     """Expire every pending call past its time (the admin runs it before listing calls)."""
     now = (clock or timezone.now)()
     return ledger.write(
-        lambda: ToolCall.objects.filter(status__in=PENDING, expires_at__lte=now).update(
-            status=ToolCallStatus.EXPIRED, error_kind="expired", finished_at=now
-        )
+        lambda: ToolCall.objects.filter(status__in=PENDING, expires_at__lte=now).update(**_expired(now))
     )
+
+
+def _expired(now: datetime) -> dict[str, Any]:
+    """What expiry writes, for many rows at once and for one."""
+    return {"status": ToolCallStatus.EXPIRED, "error_kind": "expired", "finished_at": now}
 
 
 def _expire_if_due(call: ToolCall, now: datetime) -> bool:
     if call.status not in PENDING or call.expires_at is None or call.expires_at > now:
         return call.status == ToolCallStatus.EXPIRED
-    if ToolCall.objects.filter(pk=call.pk, status=call.status).update(
-        status=ToolCallStatus.EXPIRED, error_kind="expired", finished_at=now
-    ):
-        call.status, call.error_kind, call.finished_at = ToolCallStatus.EXPIRED, "expired", now
+    change = _expired(now)
+    if ToolCall.objects.filter(pk=call.pk, status=call.status).update(**change):
+        for field, value in change.items():
+            setattr(call, field, value)
     else:
         call.refresh_from_db()
     return call.status == ToolCallStatus.EXPIRED

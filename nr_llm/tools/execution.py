@@ -461,9 +461,7 @@ def _as_recorded(call: ToolCall) -> ToolResult:
     elif call.status in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
         kept = ledger.preview_of(call)
         answer = f" Its recorded answer: {kept}" if kept else " Its answer was not kept."
-        text = (
-            f"{head} already ran ({ToolCallStatus(call.status).label.lower()}); it is not run again.{answer}"
-        )
+        text = f"{head} already ran ({call.get_status_display().lower()}); it is not run again.{answer}"
         status = "succeeded" if call.status == ToolCallStatus.SUCCEEDED else "failed"
     else:
         text, status = f"{head} is running; its outcome is recorded when it ends.", "running"

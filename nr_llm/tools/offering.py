@@ -43,7 +43,7 @@ class ToolSpec:
         return bool(self.server)
 
 
-def offered(data_class_ceiling: str | None = None) -> QuerySet[McpTool]:
+def _offered(data_class_ceiling: str | None = None) -> QuerySet[McpTool]:
     # A server whose data class was withdrawn is treated as undeclared: a caller gates on
     # data_class, and an empty one would let its tools through every gate unjudged. A tool
     # whose definition is not the one an operator enabled is not offered, however it got
@@ -56,12 +56,12 @@ def offered(data_class_ceiling: str | None = None) -> QuerySet[McpTool]:
             server__enabled=True,
             server__data_class__in=ceilings.within(ceiling),
         )
-        .filter(as_enabled())
+        .filter(_as_enabled())
         .select_related("server")
     )
 
 
-def as_enabled() -> Q:
+def _as_enabled() -> Q:
     return Q(disabled_reason="", pinned_fingerprint=F("definition_fingerprint"))
 
 
@@ -69,13 +69,13 @@ def available(*, data_class_ceiling: str | None = None) -> list[ToolSpec]:
     """Every tool a model may be offered: the local tools, then the remote ones by name."""
     specs = [ToolSpec(tool.name, tool.description, tool.input_schema) for tool in local_tools()]
     local = local_tool_names()
-    for row in offered(data_class_ceiling).order_by("tool_name"):
+    for row in _offered(data_class_ceiling).order_by("tool_name"):
         if row.tool_name in local:
             # Registered after the import checked for collisions: the site's own tool wins,
             # so a remote server can never stand in for it.
             logger.warning("MCP tool %s is shadowed by a local tool of the same name", row.tool_name)
             continue
-        spec = remote_spec(row)
+        spec = _remote_spec(row)
         if spec is not None:
             specs.append(spec)
     return specs
@@ -88,8 +88,8 @@ def spec(name: str, *, data_class_ceiling: str | None = None) -> ToolSpec | None
     local = local_tool(name)
     if local is not None:
         return ToolSpec(local.name, local.description, local.input_schema)
-    row = offered(data_class_ceiling).filter(tool_name=name).first()
-    return None if row is None else remote_spec(row)
+    row = _offered(data_class_ceiling).filter(tool_name=name).first()
+    return None if row is None else _remote_spec(row)
 
 
 def definitions(format: Format = "openai", *, data_class_ceiling: str | None = None) -> list[dict[str, Any]]:
@@ -110,7 +110,7 @@ def definitions(format: Format = "openai", *, data_class_ceiling: str | None = N
     raise ValueError(f'format must be "openai" or "anthropic", not {format!r}')
 
 
-def remote_spec(row: McpTool) -> ToolSpec | None:
+def _remote_spec(row: McpTool) -> ToolSpec | None:
     server = row.server
     try:
         schema = normalise_schema(row.input_schema)
