@@ -11,6 +11,7 @@ valid for ``PENDING_SECONDS`` and deleted the moment a callback presents it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -108,41 +109,37 @@ def oauth_settings(server: McpServer) -> OAuthSettings:
     return OAuthSettings(config=client_config(server, with_redirect=False), store=DatabaseGrantStore())
 
 
-def _scopes_to_keep(server: McpServer) -> tuple[str, ...]:
+def _scopes_to_keep(record: OAuthGrantRecord | None) -> tuple[str, ...]:
     """What a reconnect must ask for beyond the configured scopes: what is granted now, and
     what a call found missing (a 403 insufficient_scope), else the step-up fails again."""
-    record = OAuthGrantRecord.objects.filter(server=server).first()
     if record is None:
         return ()
     return union(record.granted_scopes.split(), record.attention_scopes.split())
 
 
-def _challenge(legs: OAuthLegs, server: McpServer) -> Challenge:
+def _challenge(legs: OAuthLegs, server: McpServer, record: OAuthGrantRecord | None) -> Challenge:
     """What the MCP server's own challenge says (its metadata URL, its scopes), as the
     specification starts a flow; the metadata URL an earlier grant found stands in when the
     server answers without one (a server may publish it only in its challenge)."""
     challenge = probe_challenge(legs, server.url) or Challenge()
     if challenge.resource_metadata:
         return challenge
-    record = OAuthGrantRecord.objects.filter(server=server).first()
     known = record.resource_metadata if record is not None and record.mcp_url == server.url else ""
-    return Challenge(challenge.error, challenge.scopes, known or None, challenge.error_description)
+    return dataclasses.replace(challenge, resource_metadata=known or None)
 
 
 def _decrypted(ciphertext: str) -> str | None:
     return credentials.decrypt(ciphertext) if ciphertext else None
 
 
-def _legs(server: McpServer) -> tuple[OAuthLegs, OperationDeadline]:
-    deadline = OperationDeadline(server.budget_seconds, MonotonicClock(), server.identifier)
-    legs = OAuthLegs(
+def _legs(server: McpServer) -> OAuthLegs:
+    return OAuthLegs(
         server.identifier,
-        deadline,
+        OperationDeadline(server.budget_seconds, MonotonicClock(), server.identifier),
         allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS,
         ca_bundle=conf.MCP_CA_BUNDLE,
         keepalive_seconds=conf.MCP_KEEPALIVE_SECONDS,
     )
-    return legs, deadline
 
 
 def start_connect(server: McpServer, user: Any) -> str:
@@ -151,9 +148,10 @@ def start_connect(server: McpServer, user: Any) -> str:
         raise ConnectRefused(f"{server.identifier} does not use the OAuth authorization code grant.", server)
     try:
         config = client_config(server)
-        legs, _ = _legs(server)
+        record = OAuthGrantRecord.objects.filter(server=server).first()
+        legs = _legs(server)
         with legs:
-            challenge = _challenge(legs, server)
+            challenge = _challenge(legs, server, record)
             started = start_authorization(
                 legs,
                 server.url,
@@ -162,7 +160,7 @@ def start_connect(server: McpServer, user: Any) -> str:
                 SystemWallClock(),
                 resource_metadata=challenge.resource_metadata,
                 challenged_scopes=challenge.scopes,
-                previous_scopes=_scopes_to_keep(server),
+                previous_scopes=_scopes_to_keep(record),
             )
     except (McpTransportError, credentials.CredentialUnavailable) as exc:
         raise ConnectRefused(f"Cannot connect {server.identifier}: {exc}", server) from exc
@@ -220,7 +218,7 @@ def finish_connect(user: Any, query: dict[str, str]) -> Connected:
     pending = Pending.from_dict(json.loads(credentials.decrypt(row.payload_ciphertext)))
     try:
         config = client_config(server)
-        legs, _ = _legs(server)
+        legs = _legs(server)
         with legs:
             grant = finish_authorization(
                 legs,
@@ -242,10 +240,10 @@ def connect_client_credentials(server: McpServer) -> Connected:
     """Obtain a client credentials grant now (the runtime would on first use anyway)."""
     try:
         config = client_config(server)
-        legs, _ = _legs(server)
+        legs = _legs(server)
         store = DatabaseGrantStore()
         with legs:
-            challenge = _challenge(legs, server)
+            challenge = _challenge(legs, server, OAuthGrantRecord.objects.filter(server=server).first())
             grant = client_credentials(
                 legs,
                 server.url,
@@ -295,7 +293,7 @@ def disconnect(server: McpServer) -> Disconnected:
 
 
 def _revoke(server: McpServer, grant: Grant) -> tuple[bool, str]:
-    legs, _ = _legs(server)
+    legs = _legs(server)
     with legs:
         done = revoke(legs, grant, client_config(server, with_redirect=False), SystemWallClock())
     return done.revoked, done.note

@@ -124,7 +124,7 @@ def discover(
         issuer = origin_of(mcp_url)
         if required is not None and not same_issuer(required, issuer):
             raise _issuer_not_listed(legs.server, configured)
-        metadata = _server_metadata(legs, issuer) or _legacy_defaults(issuer)
+        metadata = server_metadata(legs, issuer) or _legacy_defaults(issuer)
         return Discovered(metadata, canonical_resource(mcp_url), None)
     protected, metadata_url = found
     if not covers(protected.resource, mcp_url):
@@ -141,7 +141,7 @@ def discover(
         issuer = required
     else:
         issuer = protected.authorization_servers[0]
-    server = _server_metadata(legs, issuer)
+    server = server_metadata(legs, issuer)
     if server is None:
         raise _failed(legs.server, "its authorization server publishes no metadata", "discovery")
     return Discovered(server, protected.resource, protected, metadata_url)
@@ -210,10 +210,6 @@ def _protected_resource(
 
 def server_metadata(legs: OAuthLegs, issuer: str) -> AuthorizationServer | None:
     """The metadata of exactly ``issuer`` (its document must name it), None where none is published."""
-    return _server_metadata(legs, issuer)
-
-
-def _server_metadata(legs: OAuthLegs, issuer: str) -> AuthorizationServer | None:
     parts = urlsplit(issuer)
     if parts.query or parts.fragment:
         raise _failed(legs.server, "its authorization server's issuer is not a plain URL", "discovery")
@@ -270,15 +266,15 @@ def _parse_server(server: str, body: dict[str, Any], issuer: str) -> Authorizati
     return AuthorizationServer(
         issuer=issuer,
         token_endpoint=token_endpoint,
-        authorization_endpoint=_string(body.get("authorization_endpoint")),
-        registration_endpoint=_string(body.get("registration_endpoint")),
+        authorization_endpoint=nonempty(body.get("authorization_endpoint")),
+        registration_endpoint=nonempty(body.get("registration_endpoint")),
         scopes_supported=_strings(body.get("scopes_supported")),
         token_endpoint_auth_methods=methods if methods is not None else ("client_secret_basic",),
         code_challenge_methods=_strings(body.get("code_challenge_methods_supported")) or (),
         grant_types=_strings(body.get("grant_types_supported")),
         iss_parameter_supported=body.get("authorization_response_iss_parameter_supported") is True,
         client_id_metadata_document_supported=body.get("client_id_metadata_document_supported") is True,
-        revocation_endpoint=_string(body.get("revocation_endpoint")),
+        revocation_endpoint=nonempty(body.get("revocation_endpoint")),
     )
 
 
@@ -295,7 +291,8 @@ def _legacy_defaults(issuer: str) -> AuthorizationServer:
     )
 
 
-def _string(value: object) -> str | None:
+def nonempty(value: object) -> str | None:
+    """A non-empty string from a JSON answer, else None."""
     return value if isinstance(value, str) and value else None
 
 

@@ -26,7 +26,7 @@ from urllib.parse import urlencode, urlsplit
 
 from ..errors import AuthorizationError
 from ..text import clean
-from .discovery import Discovered, discover, server_changed, server_metadata
+from .discovery import Discovered, discover, nonempty, server_changed, server_metadata
 from .identity import ClientConfig, WallClock, authenticate, client_for, not_configured
 from .legs import OAuthLegs, vet_url
 from .scopes import select_scopes, union
@@ -82,12 +82,11 @@ def start_authorization(
     resource_metadata: str | None = None,
     challenged_scopes: tuple[str, ...] | None = None,
     previous_scopes: tuple[str, ...] = (),
-    pinned_issuer: str | None = None,
 ) -> AuthorizationStart:
     """Discover, register if needed, and build the authorization request (PKCE S256, state, resource)."""
     if not config.redirect_uri:
         raise _unsupported(legs.server, "no redirect URI is configured for the authorization code grant")
-    found = _discover(legs, mcp_url, config, resource_metadata, pinned_issuer)
+    found = _discover(legs, mcp_url, config, resource_metadata, None)
     server = found.server
     if not server.authorization_endpoint:
         raise _unsupported(legs.server, "its authorization server has no authorization endpoint")
@@ -319,8 +318,8 @@ def grant_from(
     requested: tuple[str, ...],
     grant_type: str,
     server: str,
-    mcp_url: str = "",
-    resource_metadata: str | None = None,
+    mcp_url: str,
+    resource_metadata: str | None,
 ) -> Grant:
     body = answer.body
     token_type = body.get("token_type")
@@ -339,7 +338,7 @@ def grant_from(
         resource=resource,
         client=client,
         expires_at=expires_at,
-        refresh_token=_token(body.get("refresh_token")),
+        refresh_token=nonempty(body.get("refresh_token")),
         scopes=tuple(dict.fromkeys(scope.split())) if isinstance(scope, str) else requested,
         grant_type=grant_type,
         mcp_url=mcp_url,
@@ -386,13 +385,9 @@ def _discover(
 ) -> Discovered:
     # A pre-registered client without its issuer is refused before any leg: its secret
     # would otherwise go to whichever authorization server the first challenge names.
-    if config.client_id and not config.issuer:
+    if config.lacks_issuer:
         raise not_configured(legs.server)
     return discover(legs, mcp_url, resource_metadata, pinned_issuer=pinned, configured_issuer=config.issuer)
-
-
-def _token(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _scopes(

@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from ..errors import AuthorizationError
 from ..text import clean
-from .discovery import AuthorizationServer, same_issuer
+from .discovery import AuthorizationServer, nonempty, same_issuer
 from .legs import OAuthLegs
 from .sealed import Sealed, sealed
 from .store import ClientRegistration, GrantStore
@@ -64,6 +64,11 @@ class ClientConfig:
     # A preferred token endpoint authentication method for a secret; None: the AS's first.
     auth_method: str | None = None
 
+    @property
+    def lacks_issuer(self) -> bool:
+        """A pre-registered client without its issuer: its secret may go nowhere."""
+        return bool(self.client_id) and not self.issuer
+
 
 def client_for(
     legs: OAuthLegs,
@@ -82,6 +87,8 @@ def client_for(
             reason="unsupported",
         )
     if config.client_id:
+        # Discovery has refused both cases already; checked again where the secret is bound,
+        # so that no new caller of client_for can skip it.
         if not config.issuer or not same_issuer(config.issuer, server.issuer):
             raise not_configured(legs.server) if not config.issuer else _foreign(legs.server)
         return ClientRegistration(
@@ -202,15 +209,11 @@ def register(
     return ClientRegistration(
         issuer=server.issuer,
         client_id=client_id,
-        client_secret=_secret(body.get("client_secret")),
+        client_secret=nonempty(body.get("client_secret")),
         auth_method=granted_method if isinstance(granted_method, str) else method,
         secret_expires_at=float(expires) if isinstance(expires, int | float) and expires > 0 else None,
         origin="dynamic",
     )
-
-
-def _secret(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def application_type(redirect_uri: str | None) -> str:

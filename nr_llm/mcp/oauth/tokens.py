@@ -112,7 +112,7 @@ class OperationTokens:
         """
         grant = self._load()
         if grant is None:
-            if self.config.client_id and not self.config.issuer:
+            if self.config.lacks_issuer:
                 raise not_configured(self.server)  # no point asking: its secret could go nowhere
             return None
         if grant.fresh(self.wall.time(), self.settings.skew_seconds):
