@@ -29,6 +29,7 @@ secret to an error reporter that records locals.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
@@ -247,11 +248,12 @@ class LegMachine:
         pooled connection that turns out closed it then goes once more on a new connection,
         within the same budget.
         """
+        attempt = functools.partial(
+            self._attempt, deadline, peer, method, url, read, headers, body, addresses, quote_location
+        )
         delivery = Delivery()
         try:
-            return self._attempt(
-                deadline, peer, method, url, read, headers, body, addresses, quote_location, delivery
-            )
+            return attempt(delivery)
         except McpTransportError as failed:
             fits = deadline.remaining_ns() >= MINIMUM_LEG_SECONDS * 1e9
             if not fits or not resend.on_fresh_connection(failed, delivery, repeatable):
@@ -259,10 +261,7 @@ class LegMachine:
             if delivery.origin is not None:
                 # The server closed one idle connection: it may have closed the others too.
                 process_pool().drop(delivery.origin)
-        again = Delivery()
-        return self._attempt(
-            deadline, peer, method, url, read, headers, body, addresses, quote_location, again, fresh=True
-        )
+        return attempt(Delivery(), fresh=True)
 
     def _attempt(
         self,
@@ -315,8 +314,9 @@ class LegMachine:
                         reading = Reading(response, peer, watchdog, wall_seconds, started_ns)
                         _refuse_redirect(reading, quote_location)
                         answer = read(reading)
-                        # Kept for the next leg only when read to its end (LegWatchdog decides).
-                        watchdog.reusable = reading.settle()
+                        # Kept for the next leg only when read to its end (LegWatchdog decides);
+                        # with reuse off it is closed anyway, so nothing is waited for.
+                        watchdog.reusable = self.keepalive_seconds > 0 and reading.settle()
                         return answer
                     finally:
                         response.close()
@@ -693,7 +693,7 @@ class Transport:
                 # it may go again: with a new token or a typed error; bounded by the token source
                 # (one refresh per operation, three authorizations), each a leg of this deadline.
                 self.auth_headers = bearer_header(
-                    self.authorizer.after_challenge(challenge, self._sent_bearer())
+                    self.authorizer.after_challenge(challenge, self.sent_bearer)
                 )
             except McpTransportError as exc:
                 if not exc.accepted:
@@ -705,9 +705,8 @@ class Transport:
         """The OAuth access token this operation sends, if any (a static credential is the
         Django side's to mask: it knows it before the operation). Read-only data, not a leg:
         nothing public on the transport can stop one."""
-        return self._sent_bearer() if self.authorizer is not None else None
-
-    def _sent_bearer(self) -> str | None:
+        if self.authorizer is None:
+            return None
         value = self.auth_headers.get("Authorization", "")
         return value[len("Bearer ") :] if value.startswith("Bearer ") else None
 
@@ -825,10 +824,8 @@ class Transport:
             self._raise_rpc_error(reading)
         self._check_status(reading, session_id, expects_body=request_id is not None)
         if request_id is None or not isinstance(request_id, int):
-            # A notification (202) or a DELETE: nothing to read. Closing the response
-            # unread drops its connection on purpose: a server may still be busy with a
-            # notification after answering 202 (the SDK peer is, for ~40 ms: reusing the
-            # connection made a local tool call 7x slower), and the next leg must not wait.
+            # A notification (202) or a DELETE: nothing to read here. The leg machine
+            # reads the empty body (Reading.settle), so the connection serves the next leg.
             return None
         if reading.media == "text/event-stream":
             decoder = EventStreamDecoder()

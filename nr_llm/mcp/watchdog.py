@@ -8,8 +8,8 @@ cancellation seam: nothing outside the leg can trigger it, and the only event it
 to is the leg's own grant running out.
 
 The socket is handed to the watchdog by connection classes that register it when a
-connection opens and before a response is read (a kept-alive connection is reused
-without opening again). The same classes read each answer's head within the header
+connection opens or is taken from the pool (a kept-alive connection is reused without
+opening again). The same classes read each answer's head within the header
 allowance (headerlimit.py). The current leg is found through a context variable, because
 urllib3 builds connections deep inside ``requests`` where no argument can reach.
 
@@ -301,13 +301,6 @@ class _Watched:
         watchdog = _current.get()
         if watchdog is not None:
             watchdog.delivery.written = True
-
-    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        watchdog = _current.get()
-        # A pooled connection is watched from when the leg took it (_PooledConnections).
-        if watchdog is not None and not watchdog.delivery.reused:
-            watchdog.watch(self.sock)
-        return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
 
 class WatchedHTTPConnection(_Watched, HTTPConnection):
