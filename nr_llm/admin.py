@@ -304,8 +304,17 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     @admin.display(description="server", ordering="name")
     def server_column(self, obj: McpServer) -> SafeString:
         return format_html(
-            '{}<div class="nr-llm-detail">{}</div>', obj.name, columns.breakable(obj.identifier)
+            '{}<div class="nr-llm-detail">{}</div>{}',
+            obj.name,
+            columns.breakable(obj.identifier),
+            columns.hold_flags(columns.holds(obj.enabled, obj.data_class)),
         )
+
+    def save_model(self, request: HttpRequest, obj: McpServer, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        # Saved as asked, but a server that cannot be used yet says why now, not at its first import.
+        for hold in columns.holds(obj.enabled, obj.data_class):
+            self.message_user(request, f"Saved {obj.identifier}, but {hold.why}.", messages.WARNING)
 
     @admin.display(description="import task")
     def import_task_column(self, obj: McpServer) -> SafeString | str:
