@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +21,7 @@ from django.utils.timesince import timesince
 from .import_state import stalled
 from .mcp import ConnectionReport
 from .models import AuthPlacement, DataClass, ImportStatus, ImportTaskState
+from .servers.readiness import Hold
 from .tasks import ImportStart
 
 TRANSPORT = "Streamable HTTP"
@@ -118,37 +118,6 @@ def import_task(state: str, since: datetime | None, budget_seconds: float, now: 
     if state == ImportTaskState.RUNNING:
         return format_html("Import running, started {}", ago)
     return SafeString("")
-
-
-@dataclass(frozen=True)
-class Hold:
-    """Why a saved server is not in use yet: a short flag for its row, the sentence for its save."""
-
-    flag: str
-    why: str
-
-
-def holds(enabled: bool, data_class_stored: str) -> tuple[Hold, ...]:
-    """What keeps a server from use, in the order an operator fixes it; () when nothing does."""
-    found: list[Hold] = []
-    if not data_class_stored:
-        found.append(
-            Hold(
-                "no data class: imports refused",
-                "no data class is declared, so an import (here or manage.py mcp_import) refuses it and "
-                "none of its tools is offered; declare what data it may see under Policy",
-            )
-        )
-    if not enabled:
-        found.append(
-            Hold(
-                "disabled: tools not offered",
-                "it is disabled, so manage.py mcp_import --all skips it and none of its tools is offered "
-                "to a model or run; an import from its page still works, to review its tools before you "
-                "tick Enabled",
-            )
-        )
-    return tuple(found)
 
 
 def hold_flags(found: tuple[Hold, ...]) -> SafeString:

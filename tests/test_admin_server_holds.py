@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
-from nr_llm import admin_columns as columns
 from nr_llm.models import McpServer
+from nr_llm.servers import readiness
 
 from .admin_clients import messages_of
 from .factories import McpServerFactory
@@ -35,7 +35,7 @@ def test_saving_without_a_data_class_warns_that_imports_will_refuse_it(admin_cli
     warnings = [text for level, text in shown if level == "warning"]
     assert warnings == [
         "Saved wiki, but no data class is declared, so an import (here or manage.py mcp_import) refuses "
-        "it and none of its tools is offered; declare what data it may see under Policy."
+        "it and none of its tools is offered; declare what data it may see (its data class, under Policy)."
     ]
     assert any("was added successfully" in text for _, text in shown)
 
@@ -73,8 +73,8 @@ def test_the_changelist_flags_what_holds_each_server_with_the_reason_on_hover(ad
 
 def test_holds_lists_both_reasons_in_the_order_an_operator_fixes_them():
     """No data class first (it blocks the import), then disabled; nothing for a ready server."""
-    assert [hold.flag for hold in columns.holds(False, "")] == [
+    assert [hold.flag for hold in readiness.holds(False, "")] == [
         "no data class: imports refused",
         "disabled: tools not offered",
     ]
-    assert columns.holds(True, "sourceCode") == ()
+    assert readiness.holds(True, "sourceCode") == ()
