@@ -284,3 +284,22 @@ def test_the_real_process_refuses_a_literal_credential_with_exit_2(tmp_path: Pat
     created = manage("mcp_server", "orders", "--url", "https://orders.example/mcp")
     assert created.returncode == 0, created.stderr
     assert created.stdout.startswith("orders: created: name, url")
+
+
+def test_the_operator_guides_toml_example_is_accepted_as_written(tmp_path, monkeypatch):
+    """docs/operator-guide.md's file, saved as is, is valid: a dry run would create 'orders' with
+    every field it names, import it and enable lookup_order, and writes nothing."""
+    guide = (ROOT / "docs" / "operator-guide.md").read_text()
+    example = guide.split("```toml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "mcp-servers.toml"
+    path.write_text(example)
+    monkeypatch.setenv("MCP_ORDERS_TOKEN", "present")
+    out, _, error = run("--file", str(path), "--dry-run")
+    assert error is None
+    assert out.splitlines()[:3] == [
+        "orders: would create: name, url, enabled, data_class, requires_approval, operation_timeout, "
+        "auth_placement, credential_env",
+        "  note: would import its catalogue",
+        "  note: would enable lookup_order (if its catalogue has them)",
+    ]
+    assert not McpServer.objects.exists()
