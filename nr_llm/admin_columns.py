@@ -124,7 +124,7 @@ def hold_flags(found: tuple[Hold, ...]) -> SafeString:
     """The row's flags, each with its whole sentence on hover."""
     return format_html_join(
         "",
-        '<div><strong class="nr-llm-warning" title="{}">{}</strong></div>',
+        '<div class="nr-llm-detail"><strong class="nr-llm-warning" title="{}">{}</strong></div>',
         ((h.why, h.flag) for h in found),
     )
 
