@@ -41,6 +41,11 @@ SECRET_FROM_ENV = {
     "oauth_client_secret_env": "new_oauth_client_secret",
     "oauth_private_key_env": "new_oauth_private_key",
 }
+#: The form's write-only secret fields, and the column holding each one's ciphertext.
+CIPHERTEXT = {
+    "new_oauth_client_secret": "oauth_client_secret_ciphertext",
+    "new_oauth_private_key": "oauth_private_key_ciphertext",
+}
 #: Keys that would carry a secret itself: refused, whatever their value.
 LITERAL_SECRETS = frozenset(
     {"credential", "secret", "token", "password", "api_key", "oauth_client_secret", "oauth_private_key"}
@@ -239,19 +244,15 @@ def _save(spec: ServerSpec, dry_run: bool) -> tuple[McpServer, ServerReport]:
     if existing is None and form.instance.requires_approval:
         notes += (
             "each tool call waits for an operator's approval (a new server's default; "
-            "requires_approval = false, or --no-requires-approval, runs calls at once)",
+            "set requires_approval to false to run calls at once)",
         )
     if not dry_run and action != "unchanged":
         instance = form.save(commit=False)
         if existing is None:
             instance.save()
         else:
-            ciphertexts = {
-                "new_oauth_client_secret": "oauth_client_secret_ciphertext",
-                "new_oauth_private_key": "oauth_private_key_ciphertext",
-            }
             # Only what this run set: an import's status columns, written meanwhile, stay.
-            instance.save(update_fields=[*changed, *(ciphertexts[name] for name in secrets), "updated"])
+            instance.save(update_fields=[*changed, *(CIPHERTEXT[name] for name in secrets), "updated"])
     report = ServerReport(
         spec.identifier,
         action,
@@ -265,10 +266,7 @@ def _save(spec: ServerSpec, dry_run: bool) -> tuple[McpServer, ServerReport]:
 
 def _stored_equals(server: McpServer, form_field: str, secret: str) -> bool:
     """The stored secret is already this one (so an unchanged run writes nothing)."""
-    stored = {
-        "new_oauth_client_secret": server.oauth_client_secret_ciphertext,
-        "new_oauth_private_key": server.oauth_private_key_ciphertext,
-    }[form_field]
+    stored = getattr(server, CIPHERTEXT[form_field])
     if not stored:
         return False
     try:
