@@ -303,3 +303,34 @@ def test_the_operator_guides_toml_example_is_accepted_as_written(tmp_path, monke
         "  note: would enable lookup_order (if its catalogue has them)",
     ]
     assert not McpServer.objects.exists()
+
+
+def test_a_private_key_from_its_variable_is_checked_like_the_admin_checks_it(monkeypatch):
+    """--oauth-private-key-env: a PEM key is stored encrypted for client credentials; text that is
+    no key is exit 2 under the configuration's own key name, and is not repeated."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    pem = (
+        ec.generate_private_key(ec.SECP256R1())
+        .private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        .decode()
+    )
+    args = (
+        "machine", "--url", "https://machine.example/mcp", "--auth", "oauth", "--oauth-grant",
+        "client_credentials", "--oauth-registration", "preregistered", "--oauth-issuer",
+        "https://auth.example", "--oauth-client-id", "nr-llm", "--oauth-private-key-env", "MACHINE_KEY",
+    )  # fmt: skip
+    monkeypatch.setenv("MACHINE_KEY", SECRET)
+    out, err, error = run(*args)
+    assert error is not None and error.returncode == 2
+    assert "oauth_private_key_env: This is not an unencrypted PEM private key" in str(error)
+    assert SECRET not in str(error) + out + err
+    assert not McpServer.objects.exists()
+    monkeypatch.setenv("MACHINE_KEY", pem)
+    out, _, error = run(*args)
+    assert error is None, error
+    assert out.splitlines()[0].endswith(", oauth_private_key")
+    assert credentials.decrypt(fields("machine")["oauth_private_key_ciphertext"]) == pem.strip()

@@ -277,10 +277,11 @@ def _stored_equals(server: McpServer, form_field: str, secret: str) -> bool:
 
 def _errors(form: McpServerForm) -> str:
     # The form's messages name fields and rules, never a submitted secret.
+    named = {form_field: key for key, form_field in SECRET_FROM_ENV.items()}
     parts = []
     for name, messages in form.errors.items():
         text = " ".join(str(message).rstrip(".") for message in messages)
-        parts.append(text if name == "__all__" else f"{name}: {text}")
+        parts.append(text if name == "__all__" else f"{named.get(name, name)}: {text}")
     return "; ".join(parts)
 
 
