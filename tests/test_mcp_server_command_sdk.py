@@ -96,3 +96,23 @@ def test_an_import_refused_for_want_of_a_data_class_enables_nothing_and_exits_1(
     assert "  not enabled: echo: not enabled, the import was refused" in lines
     assert not McpTool.objects.exists()
     assert McpServer.objects.get(identifier="sdk").import_error.startswith("no data class")
+
+
+def test_import_on_the_command_line_imports_every_server_of_a_file(small_catalogue_url, tmp_path):
+    """--file with --import: each server of the file is saved, then imported by the import service."""
+    path = tmp_path / "servers.json"
+    path.write_text(
+        json.dumps(
+            {
+                "servers": [
+                    {"identifier": "one", "url": small_catalogue_url, "data_class": "publicContent"},
+                    {"identifier": "two", "url": small_catalogue_url, "data_class": "sourceCode"},
+                ]
+            }
+        )
+    )
+    out, _, error = run("--file", str(path), "--import")
+    assert error is None, out
+    assert out.count("  import: 10 imported, 0 skipped, 0 orphaned") == 2
+    assert McpTool.objects.filter(server__identifier="one").count() == 10
+    assert McpTool.objects.filter(server__identifier="two").count() == 10

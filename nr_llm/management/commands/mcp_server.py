@@ -10,6 +10,7 @@ a named tool was left disabled, 2 a usage or configuration error (nothing was wr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -149,7 +150,7 @@ class Command(BaseCommand):
                 )
             specs = specs_from_file(options["file"])
             if options["run_import"]:
-                specs = [ServerSpec(**{**asdict(spec), "import_catalogue": True}) for spec in specs]
+                specs = [dataclasses.replace(spec, import_catalogue=True) for spec in specs]
             return specs
         if not options["identifier"]:
             raise ConfigurationError("give a server's identifier (with flags), or --file")
