@@ -1,9 +1,15 @@
-"""Run inside a clean venv with only the wheel installed (stdin: the tracked nr_llm files).
+"""Run inside a clean venv with only the wheel installed (stdin: the tracked nr_llm files), from
+the checkout's root.
 
-Every tracked file of the package must be installed, and the installed app must migrate.
+Every tracked file of the package must be installed, and the installed app must migrate. The
+wheel's metadata must be ready to publish: its version is ``nr_llm.__version__``, CHANGELOG.md
+has a section for it and the README's install line names its file; the classifiers name every
+Python and Django version CI runs; the project's URLs are there.
 """
 
+import re
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import django
@@ -19,6 +25,25 @@ if missing:
     sys.exit("the wheel is missing: " + ", ".join(missing))
 if "site-packages" not in installed.parts:
     sys.exit(f"nr_llm was imported from the checkout ({installed}), not from the wheel")
+
+version = nr_llm.__version__
+wheel = metadata.metadata("nr-llm")
+if wheel["Version"] != version:
+    sys.exit(f"the wheel says version {wheel['Version']}, nr_llm.__version__ says {version}")
+classifiers = set(wheel.get_all("Classifier") or [])
+wanted = {
+    *(f"Programming Language :: Python :: 3.{minor}" for minor in (11, 12, 13)),
+    *(f"Framework :: Django :: {release}" for release in ("5.2", "6.0")),
+}
+if missing_classifiers := sorted(wanted - classifiers):
+    sys.exit("the wheel's classifiers lack: " + ", ".join(missing_classifiers))
+urls = dict(entry.split(", ", 1) for entry in wheel.get_all("Project-URL") or [])
+if not {"Homepage", "Source", "Issues"} <= set(urls):
+    sys.exit(f"the wheel's project URLs lack Homepage, Source or Issues: {urls}")
+if not re.search(rf"^## {re.escape(version)}\b", Path("CHANGELOG.md").read_text(), re.MULTILINE):
+    sys.exit(f"CHANGELOG.md has no section '## {version}'")
+if f"dist/nr_llm-{version}-py3-none-any.whl" not in Path("README.md").read_text():
+    sys.exit(f"the README's install line does not name dist/nr_llm-{version}-py3-none-any.whl")
 
 settings.configure(
     INSTALLED_APPS=[
@@ -60,4 +85,4 @@ from django.template.loader import get_template  # noqa: E402
 for name in tracked:
     if name.parts[0] == "templates":
         get_template(str(Path(*name.parts[1:])))
-print(f"wheel OK: {installed}")
+print(f"wheel OK: nr-llm {version} from {installed}")

@@ -28,6 +28,7 @@ from .authorization import views as authorization_views
 from .forms import McpServerForm, McpToolForm, TryToolForm
 from .governance import admin as governance_admin  # registers Tool calls and Approvals
 from .models import DEFINITION_CHANGED, AuthPlacement, McpServer, McpTool
+from .servers import readiness
 
 STYLES = {"all": ["nr_llm/admin.css"]}
 
@@ -304,8 +305,17 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     @admin.display(description="server", ordering="name")
     def server_column(self, obj: McpServer) -> SafeString:
         return format_html(
-            '{}<div class="nr-llm-detail">{}</div>', obj.name, columns.breakable(obj.identifier)
+            '{}<div class="nr-llm-detail">{}</div>{}',
+            obj.name,
+            columns.breakable(obj.identifier),
+            columns.hold_flags(readiness.holds(obj.enabled, obj.data_class)),
         )
+
+    def save_model(self, request: HttpRequest, obj: McpServer, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        # Saved as asked, but a server that cannot be used yet says why now, not at its first import.
+        for hold in readiness.holds(obj.enabled, obj.data_class):
+            self.message_user(request, f"Saved {obj.identifier}, but {hold.why}.", messages.WARNING)
 
     @admin.display(description="import task")
     def import_task_column(self, obj: McpServer) -> SafeString | str:

@@ -21,6 +21,7 @@ from django.utils.timesince import timesince
 from .import_state import stalled
 from .mcp import ConnectionReport
 from .models import AuthPlacement, DataClass, ImportStatus, ImportTaskState
+from .servers.readiness import Hold
 from .tasks import ImportStart
 
 TRANSPORT = "Streamable HTTP"
@@ -117,6 +118,15 @@ def import_task(state: str, since: datetime | None, budget_seconds: float, now: 
     if state == ImportTaskState.RUNNING:
         return format_html("Import running, started {}", ago)
     return SafeString("")
+
+
+def hold_flags(found: tuple[Hold, ...]) -> SafeString:
+    """The row's flags, each with its whole sentence on hover."""
+    return format_html_join(
+        "",
+        '<div class="nr-llm-detail"><strong class="nr-llm-warning" title="{}">{}</strong></div>',
+        ((h.why, h.flag) for h in found),
+    )
 
 
 def approval(required: bool) -> str:

@@ -110,8 +110,9 @@ for _name, _read in _NR_LLM_FROM_ENV.items():
 # Every completion is an access record on nr_llm.access (stderr, via "nr_llm"), so the
 # server console shows each request once: django.request's 4xx warnings ("Not Found: /x")
 # are dropped for requests the access record covers (its 5xx errors, with their
-# tracebacks, stay). Structured RequestEvents (nr_llm.requests) go to stderr as JSON lines
-# only when LOG_REQUEST_EVENTS is set.
+# tracebacks, stay), and the lines of static files and the favicon served are left out.
+# Structured RequestEvents (nr_llm.requests) go to stderr as JSON lines only when
+# LOG_REQUEST_EVENTS is set.
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -121,6 +122,7 @@ LOGGING: dict[str, Any] = {
     },
     "filters": {
         "access_recorded": {"()": "nr_llm.observability.log_filters.AccessRecordedFilter"},
+        "quiet_assets": {"()": "project.log_filters.QuietAssets"},
     },
     "handlers": {
         "stderr": {"class": "logging.StreamHandler", "formatter": "plain"},
@@ -133,6 +135,8 @@ LOGGING: dict[str, Any] = {
     },
     "loggers": {
         "django.request": {"filters": ["access_recorded"]},
+        # The site's own requests, not each static file and favicon a page pulls in.
+        "nr_llm.access": {"filters": ["quiet_assets"]},
         "nr_llm": {"handlers": ["stderr"], "level": "INFO", "propagate": True},
         "project": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
         "nr_llm.requests": {

@@ -9,6 +9,8 @@ urlpatterns = [
     path("nr-llm/", include("nr_llm.authorization.urls")),
     path("demo/slow/", views.slow, name="demo-slow"),
     path("demo/echo/", views.echo, name="demo-echo"),
+    # Browsers ask for it on every page; a 404 for it was noise in the console.
+    path("favicon.ico", views.favicon, name="demo-favicon"),
 ]
 
 # The demo is served by gunicorn (to show real disconnect handling), not runserver, so

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.views.decorators.cache import cache_control
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from nr_llm.observability import read_json, signal_for
 
@@ -16,6 +18,7 @@ logger = logging.getLogger("project.demo")
 ECHO_MAX_BYTES = 64 * 1024
 SLOW_MAX_SECONDS = 60.0
 POLL_SECONDS = 0.05
+FAVICON = (Path(__file__).parent / "favicon.ico").read_bytes()
 
 
 def slow(request: HttpRequest) -> HttpResponse:
@@ -41,3 +44,10 @@ def slow(request: HttpRequest) -> HttpResponse:
 def echo(request: HttpRequest) -> JsonResponse:
     """Return the posted JSON document (413 over 64 KiB, 400 when not JSON)."""
     return JsonResponse({"echo": read_json(request, max_bytes=ECHO_MAX_BYTES)})
+
+
+@require_GET
+@cache_control(max_age=86400, public=True)
+def favicon(request: HttpRequest) -> HttpResponse:
+    """The demo's icon (32 px, PNG in an ICO): a browser stops asking once it has one."""
+    return HttpResponse(FAVICON, content_type="image/x-icon")

@@ -184,3 +184,59 @@ def test_the_real_process_exits_with_the_documented_codes(tmp_path: Path):
     assert "awaits approval" in held.stderr
     assert manage("mcp_call", "mcp_nope").returncode == 1
     assert manage("mcp_call", "--resume", "nope").returncode == 2
+
+
+def test_a_held_call_names_the_absolute_admin_link_when_the_public_base_url_is_set(servers, settings):
+    """With NR_LLM_PUBLIC_BASE_URL set, the approval link is absolute: an operator opens it from a
+    deploy log on another machine."""
+    settings.NR_LLM_PUBLIC_BASE_URL = "https://site.example/"
+    _, _, error = run("mcp_guarded_echo", "--args", '{"text": "later"}')
+    assert error is not None and error.returncode == 3
+    result_id = str(error).split("tool call ", 1)[1].split(" ", 1)[0]
+    assert f"approve it in the admin at https://site.example/admin/nr_llm/toolcall/{result_id}/change/" in (
+        str(error)
+    )
+
+
+def test_the_real_process_prints_a_held_call_as_a_notice_not_as_an_error(tmp_path: Path):
+    """Through manage.py: exit 3, stderr is the notice itself (no "CommandError: "), with the absolute
+    admin link the site's public base URL makes; the tool's text is still on stdout."""
+    env = {
+        **os.environ,
+        "DEBUG": "true",
+        "SECRET_KEY": "tests-only-secret-key-0123456789abcdef",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "NR_LLM_PUBLIC_BASE_URL": "https://site.example",
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.pop("ENV_FILE", None)
+
+    def manage(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    assert manage("migrate", "-v0").returncode == 0
+    seeded = manage(
+        "shell",
+        "-c",
+        "from nr_llm.models import McpServer, McpTool; "
+        "s = McpServer.objects.create(identifier='held', name='Held', url='https://mcp.example/mcp', "
+        "data_class='publicContent', enabled=True); "
+        "McpTool.objects.create(server=s, tool_name='mcp_held_echo', remote_name='echo', enabled=True)",
+    )
+    assert seeded.returncode == 0, seeded.stderr
+    held = manage("mcp_call", "mcp_held_echo", "--args", '{"text": "x"}')
+    assert held.returncode == 3, held.stderr
+    call_id = held.stderr.split("tool call ", 1)[1].split(" ", 1)[0]
+    assert held.stderr == (
+        f"tool call {call_id} awaits approval: approve it in the admin at "
+        f"https://site.example/admin/nr_llm/toolcall/{call_id}/change/, "
+        f"then run: manage.py mcp_call --resume {call_id}\n"
+    )
+    assert call_id in held.stdout

@@ -155,6 +155,14 @@ def _look_up(host: str, port: int, server: str, seconds: int, resolver: Resolver
     return found[0]
 
 
+#: What an operator can do about a refusal: the Django setting's name (only a string here; this
+#: package reads no settings), and what it is for, so it is not switched on in production by reflex.
+ALLOW_PRIVATE_HINT = (
+    "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True allows them: it is meant for development and for "
+    "internal servers on a network this site trusts."
+)
+
+
 def refuse_private(addresses: list[str], server: str) -> None:
     """Raise ``refused_host`` when any address is forbidden."""
     for address in addresses:
@@ -163,5 +171,6 @@ def refuse_private(addresses: list[str], server: str) -> None:
                 "refused_host",
                 server,
                 f"MCP server {server!r} was not contacted: its host resolves to a loopback, private "
-                "or otherwise non-public address, and private networks are not allowed here.",
+                "or otherwise non-public address, and private networks are not allowed here. "
+                f"{ALLOW_PRIVATE_HINT}",
             )

@@ -291,3 +291,37 @@ def test_operator_adds_tests_imports_enables_and_tries_a_tool(
         assert (echo.enabled, echo.pinned_definition["description"]) == (True, rewritten)
 
     assert dialogs == []
+
+
+def test_a_server_saved_without_a_data_class_and_disabled_says_why_on_save_and_in_the_list(
+    live_server, admin_user, browser_page
+):
+    """Add a server as a hurried operator would (no data class, not enabled): it is saved, two
+    warnings say why an import refuses it and why its tools are not offered, and its row in the
+    changelist carries both flags in the warning colour, the list still fitting 1280 px."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser_page
+    page.goto(f"{live_server.url}/admin/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", "password")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_selector("#user-tools")
+    page.goto(f"{live_server.url}/admin/nr_llm/mcpserver/add/")
+    page.fill("#id_identifier", "wiki")
+    page.fill("#id_name", "Team wiki")
+    page.fill("#id_url", "https://wiki.example/mcp")
+    page.click("input[name=_save]")
+    page.wait_for_selector("ul.messagelist")
+    warnings = page.locator("ul.messagelist li.warning").all_inner_texts()
+    assert [text.split(", but ", 1)[1][:40] for text in warnings] == [
+        "no data class is declared, so an import ",
+        "it is disabled, so manage.py mcp_import ",
+    ]
+    assert McpServer.objects.filter(identifier="wiki", enabled=False, data_class="").exists()
+    flags = page.locator("tr:has-text('Team wiki') th.field-server_column strong.nr-llm-warning")
+    assert flags.all_inner_texts() == ["no data class: imports refused", "disabled: tools not offered"]
+    assert flags.first.evaluate("element => getComputedStyle(element).color") == "rgb(186, 33, 33)"
+    _assert_changelist_fits(page)
+    page.locator("#content-start, #content").first.screenshot(
+        path=str(DOCS_IMG / "admin-server-saved-warnings.png")
+    )

@@ -5,13 +5,19 @@ gunicorn worker, the OAuth-protected MCP server, the demo MCP server, gunicorn a
 worker) on free ports, notes its whole process tree, sends one signal, and then requires
 make to exit, every process of the tree to be gone, all four ports to be free, and the demo to
 end with one line saying so; a clean stop is never reported by make as a failed recipe.
+
+The tests set the signal dispositions they rely on themselves (``default_stop_signals``): a
+run started in the background by a script inherits SIGINT ignored, and so would make.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +30,38 @@ from .demo_process import Demo, port_open, running_demo, survivors
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 EXIT_SECONDS = 60.0
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def default_stop_signals() -> Iterator[None]:
+    """Children started inside see SIGINT, SIGTERM and SIGHUP with their default effect, whatever
+    this run inherited; on leaving, this process has its own dispositions back.
+
+    A non-interactive shell starts a background job (``make test &`` in a script) with SIGINT
+    ignored; an ignored signal stays ignored across fork and exec, and make then ignores the
+    Ctrl-C these tests send it. A handler installed here (rather than SIG_IGN) is reset to the
+    default in a child at exec; a blocked signal would be inherited as blocked, so none is.
+    """
+    changed = {}
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) == signal.SIG_IGN:
+            # SIGINT: Python's usual KeyboardInterrupt; the others: the system's default.
+            handler = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+            changed[signum] = signal.signal(signum, handler)
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        for signum, previous in changed.items():
+            signal.signal(signum, previous)
+
+
+@pytest.fixture(autouse=True)
+def _stop_signals_default() -> Iterator[None]:
+    with default_stop_signals():
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +140,26 @@ def test_a_terminal_hang_up_or_ctrl_c_stops_every_child(var_dir: Path, signum: i
     with running_demo(var_dir) as demo:
         _stop_and_check(demo, "group", signum)
         assert demo.make.returncode == -signum
+
+
+def _signals_of_a_child(field: str) -> set[int]:
+    """The signals a freshly started child has in ``field`` (SigIgn, SigBlk) of /proc/<pid>/status."""
+    status = subprocess.run(["cat", "/proc/self/status"], capture_output=True, text=True, check=True).stdout
+    (mask,) = [line.split()[1] for line in status.splitlines() if line.startswith(f"{field}:")]
+    return {signum for signum in STOP_SIGNALS if int(mask, 16) & (1 << (signum - 1))}
+
+
+def test_children_start_with_default_stop_signals_even_when_this_run_ignores_them() -> None:
+    """With SIGINT, SIGTERM and SIGHUP ignored in this process (a script's background job), a child
+    started outside default_stop_signals() inherits them ignored (the failure this prevents); one
+    started inside has none ignored or blocked; afterwards this process ignores them again."""
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in STOP_SIGNALS}
+    try:
+        assert _signals_of_a_child("SigIgn") == set(STOP_SIGNALS)
+        with default_stop_signals():
+            assert _signals_of_a_child("SigIgn") == set()
+            assert _signals_of_a_child("SigBlk") == set()
+        assert all(signal.getsignal(signum) == signal.SIG_IGN for signum in STOP_SIGNALS)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

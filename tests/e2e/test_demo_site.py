@@ -368,3 +368,33 @@ def test_a_newcomer_sees_a_call_wait_approves_it_and_resumes_it(demo: Demo) -> N
 
     resumed = users_shell(manage + f"mcp_call --resume {call_id}")
     assert (resumed.returncode, resumed.stdout) == (0, "hi from the demo\n"), resumed.stderr
+
+
+def test_the_console_shows_the_sites_requests_not_the_assets_a_page_pulls_in(demo: Demo) -> None:
+    """A page, its stylesheet and the favicon as a browser asks for them: the page's line only.
+    The favicon is served (an icon, no 404 warning); a missing static file still shows (a fault)."""
+    site = f"http://127.0.0.1:{demo.site_port}"
+    rid = uuid.uuid4().hex
+    before = len(demo.console_text())
+    with requests.Session() as browser:
+
+        def get(path: str, suffix: str) -> requests.Response:
+            return browser.get(f"{site}{path}", headers={"X-Request-ID": rid + suffix}, timeout=WAIT_SECONDS)
+
+        assert get("/admin/login/", "page").status_code == 200
+        assert get("/static/admin/css/base.css", "css").status_code == 200
+        icon = get("/favicon.ico", "icon")
+        assert (icon.status_code, icon.headers["Content-Type"]) == (200, "image/x-icon")
+        assert icon.content.startswith(b"\x00\x00\x01\x00")  # an ICO header
+        assert get(f"/static/missing-{rid}.css", "missing").status_code == 404
+        # Last, so every line above has been written once its own is there.
+        assert get("/demo/echo/", "marker").status_code == 405
+    deadline = time.monotonic() + WAIT_SECONDS
+    while f"rid={rid}marker" not in demo.console_text()[before:] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lines = [line for line in demo.console_text()[before:].splitlines() if rid in line]
+    assert len(lines) == 3, lines
+    assert "nr_llm.access GET /admin/login/ 200 " in lines[0]
+    assert f"WARNING nr_llm.access GET /static/missing-{rid}.css 404 " in lines[1]
+    assert "nr_llm.access GET /demo/echo/ 405 " in lines[2]
+    assert "favicon" not in demo.console_text()[before:]

@@ -284,3 +284,15 @@ def test_a_remembered_answer_is_per_host_port_and_resolver() -> None:
         resolve(url, "x", 5, lookup, remember_seconds=60)
     assert resolve("https://mcp.test/mcp", "x", 5, other, remember_seconds=60) == ["93.184.216.35"]
     assert asked == [("mcp.test", 443), ("mcp.test", 8443), ("auth.test", 443), ("other", 443)]
+
+
+def test_a_refusal_names_the_setting_that_allows_private_networks_and_what_it_is_for() -> None:
+    """The refusal an operator reads says which setting lets the server through, and that it is for
+    development and internal servers, not a switch to flip on a public site by reflex."""
+    with pytest.raises(McpTransportError) as caught:
+        refuse_private(["10.0.0.7"], "inner")
+    message = str(caught.value)
+    assert caught.value.kind == "refused_host"
+    assert "MCP server 'inner' was not contacted" in message
+    assert "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True" in message
+    assert "for development and for internal servers" in message

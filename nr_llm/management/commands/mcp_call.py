@@ -4,17 +4,20 @@ Runs one tool call through the site's own API (``nr_llm.tools.execute`` / ``resu
 is recorded in the ledger and held for approval like any other call. Exit codes: 0 the tool
 answered, 1 the call failed (or was denied, or expired), 2 a usage error (bad JSON, a call id
 that is malformed or unknown), 3 the call awaits approval, or another process is running it.
+Exit 3 is not a failure: it prints a notice with what to do next, not ``CommandError: …``.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import NoReverseMatch, reverse
 
 from nr_llm import tools
+from nr_llm.conf import conf
 from nr_llm.governance import ceiling
 
 EXIT_FAILED = 1
@@ -62,21 +65,30 @@ class Command(BaseCommand):
             )
         self._print(result, as_json=options["json"])
         if result.status == "awaiting_approval":
-            raise CommandError(
+            raise Waiting(
                 f"tool call {result.call_id} awaits approval: {_where(result)}, "
-                f"then run: manage.py mcp_call --resume {result.call_id}",
-                returncode=EXIT_WAITING,
+                f"then run: manage.py mcp_call --resume {result.call_id}"
             )
         if result.status == "running":
-            raise CommandError(
+            raise Waiting(
                 f"tool call {result.call_id} is being run by another process; its outcome is recorded "
-                "when it ends (resume it again to read it)",
-                returncode=EXIT_WAITING,
+                "when it ends (resume it again to read it)"
             )
         if result.is_error:
             what = f"tool call {result.call_id}" if result.call_id else "the call (not recorded)"
             raise CommandError(f"{what} {result.status}", returncode=EXIT_FAILED)
         self.stderr.write(f"tool call {result.call_id or '(not recorded)'} succeeded")
+
+    def execute(self, *args: Any, **options: Any) -> str | None:
+        try:
+            return super().execute(*args, **options)
+        except Waiting as waiting:
+            # run_from_argv would print "CommandError: …" for what is the normal way of a held
+            # call; call_command's callers (and --traceback) still get the exception.
+            if not getattr(self, "_called_from_command_line", False) or options.get("traceback"):
+                raise
+            self.stderr.write(str(waiting), style_func=self.style.NOTICE)
+            sys.exit(waiting.returncode)
 
     def _print(self, result: tools.ToolResult, *, as_json: bool) -> None:
         if not as_json:
@@ -92,8 +104,17 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(document, indent=2))
 
 
+class Waiting(CommandError):
+    """Exit 3: the call waits (for an approval, or for another process); nothing failed."""
+
+    def __init__(self, notice: str) -> None:
+        super().__init__(notice, returncode=EXIT_WAITING)
+
+
 def _where(result: tools.ToolResult) -> str:
     try:
-        return f"approve it in the admin at {reverse('admin:nr_llm_toolcall_change', args=[result.call_id])}"
+        path = reverse("admin:nr_llm_toolcall_change", args=[result.call_id])
     except NoReverseMatch:
         return "approve it with nr_llm.tools.approve()"
+    # Absolute where the site knows its public origin: an operator opens it from a deploy log.
+    return f"approve it in the admin at {conf.PUBLIC_BASE_URL}{path}"
