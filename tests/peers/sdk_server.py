@@ -9,8 +9,8 @@ SDK 2.3 is dual-era. ``--modern-only`` serves its 2026-07-28 handler alone (a se
 never learnt ``initialize``); ``--no-discover`` answers ``server/discover`` with -32601, as a
 server from before 2026 does, and serves the handshake era as usual.
 
-Every HTTP request to ``/mcp`` is logged (method and JSON-RPC method) and served as JSON by
-``GET /requests``, so tests count what crossed the wire.
+Every HTTP request to ``/mcp`` is logged (method, JSON-RPC method, the ``traceparent`` in its
+``params._meta``) and served as JSON by ``GET /requests``, so tests count what crossed the wire.
 
 ``--certfile F --keyfile K`` serves https with that certificate; the server names each TLS
 ClientHello asked for (SNI, ``null`` for none) are served as JSON by ``GET /sni``.
@@ -72,12 +72,16 @@ def _logged(app: Any, *, refuse_discover: bool) -> Any:
             parsed = {}
         method = parsed.get("method") if isinstance(parsed, dict) else None
         headers = {key.decode().lower(): value.decode("latin-1") for key, value in scope["headers"]}
+        params = parsed.get("params") if isinstance(parsed, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
         REQUESTS.append(
             {
                 "http": scope["method"],
                 "method": method,
                 "protocol": headers.get("mcp-protocol-version"),
                 "session": headers.get("mcp-session-id"),
+                # The trace context a client put in params._meta (docs/telemetry.md).
+                "traceparent": meta.get("traceparent") if isinstance(meta, dict) else None,
             }
         )
         if refuse_discover and method == "server/discover":
