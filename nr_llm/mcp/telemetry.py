@@ -68,6 +68,8 @@ def clip(value: object, limit: int = NAME_CHARS) -> str:
     """Text an attribute may carry: control characters out, at most ``limit`` characters. A
     10 MB string costs one slice, not a copy of it."""
     text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit and text.isprintable():
+        return text  # the common case, at C speed: nothing for clean() to strip
     return clean(text[: limit + 1], limit)
 
 
@@ -109,17 +111,21 @@ def duration_histogram() -> Any:
 def server_attributes(url: str) -> dict[str, Any]:
     """``server.address`` and ``server.port`` of a URL; nothing for one that does not parse
     (the host gate says why, naming no part of it)."""
+    return dict(_server_attributes(url[: URL_CHARS * 2]))
+
+
+@functools.lru_cache(maxsize=256)
+def _server_attributes(url: str) -> tuple[tuple[str, Any], ...]:
+    # Cached: every request of every operation parses the same few server URLs.
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port or _DEFAULT_PORTS.get(parts.scheme)
     except ValueError:
-        return {}
+        return ()
     if not host:
-        return {}
-    found: dict[str, Any] = {"server.address": clip(host)}
-    if port is not None:
-        found["server.port"] = port
-    return found
+        return ()
+    found: tuple[tuple[str, Any], ...] = (("server.address", clip(host)),)
+    return found if port is None else (*found, ("server.port", port))
 
 
 def session_digest(session_id: str) -> str:
