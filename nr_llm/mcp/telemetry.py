@@ -195,7 +195,10 @@ def _request_span(
 
             def finish(reply: Any) -> None:
                 nonlocal error_type
-                error_type = _answered(span, reply, _secrets(transport))
+                try:
+                    error_type = _answered(span, reply, _secrets(transport))
+                except Exception as exc:
+                    noted(span, exc)
 
             yield _with_context(message), finish
     except McpTransportError as exc:
@@ -211,7 +214,16 @@ def _request_span(
         span.end()
         if error_type:
             common["error.type"] = error_type
-        duration_histogram().record(time.perf_counter() - started, common)
+        try:
+            duration_histogram().record(time.perf_counter() - started, common)
+        except Exception as exc:
+            noted(span, exc)
+
+
+def noted(span: Any, exc: Exception) -> None:
+    """A reporting boundary: telemetry that fails is noted on its span (by the error's type),
+    never raised into the operation it observes."""
+    span.set_attribute("nr_llm.telemetry.error", type(exc).__qualname__)
 
 
 def current(span: Any) -> Any:
@@ -255,7 +267,11 @@ def _with_context(message: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``message`` carrying the current context in ``params._meta``; the message
     itself when there is none to carry (the caller's dicts are never changed)."""
     carrier: dict[str, str] = {}
-    propagate.inject(carrier)
+    try:
+        propagate.inject(carrier)
+    except Exception:
+        # A site's propagator that fails: the request goes as it would untraced.
+        return message
     fields = {
         clip(key, 64): clip(value, META_VALUE_CHARS)
         for key, value in list(carrier.items())[:META_KEYS]

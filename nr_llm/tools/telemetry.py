@@ -26,7 +26,7 @@ from typing import Any, TypeVar, cast
 from ..conf import conf
 from ..credentials import CredentialUnavailable
 from ..governance import ceiling as ceilings
-from ..mcp.telemetry import ENABLED, clip, current, fail, masked, tracer
+from ..mcp.telemetry import ENABLED, clip, current, fail, masked, noted, tracer
 from ..models import McpServer
 from .results import ToolResult
 
@@ -49,6 +49,9 @@ class _Recorder:
     ceiling: str = ""
     requires_approval: bool | None = None
     error_kind: str = ""
+    #: Content capture: the credentials to mask, or None when content is not recorded. Decided
+    #: where ``describe`` runs (the call's own thread: an async twin's close cannot query).
+    secrets: tuple[str, ...] | None = field(default=None, repr=False)
     #: An async twin that runs its sync entry point in a thread: that one joins this span.
     lends_span: bool = False
 
@@ -104,12 +107,17 @@ def describe(
     recorder = _current.get()
     if recorder is None:
         return
-    name = clip(tool)
-    recorder.span.update_name(f"execute_tool {name}")
-    recorder.span.set_attribute("gen_ai.tool.name", name)
-    recorder.server, recorder.data_class, recorder.ceiling = server, data_class, ceiling
-    recorder.requires_approval = requires_approval
-    recorder.arguments = arguments
+    try:
+        name = clip(tool)
+        recorder.span.update_name(f"execute_tool {name}")
+        recorder.span.set_attribute("gen_ai.tool.name", name)
+        recorder.server, recorder.data_class, recorder.ceiling = server, data_class, ceiling
+        recorder.requires_approval = requires_approval
+        recorder.arguments = arguments
+        recorder.secrets = _capture_secrets(server, data_class, ceiling)
+    except Exception as exc:
+        # A reporting boundary inside the call: its outcome is never the telemetry's to change.
+        noted(recorder.span, exc)
 
 
 def note_error(kind: str) -> None:
@@ -144,10 +152,7 @@ def _span(
         with trace.use_span(span, end_on_exit=True):
             yield lambda result: result
         return
-    arguments = bound.get("arguments")
     recorder = _Recorder(span, "resume" if resuming else "execute", lends_span=lends)
-    if not resuming:
-        recorder.arguments = lambda: arguments
     token = _current.set(recorder)
     try:
         with current(span):
@@ -163,12 +168,11 @@ def _span(
 
 def _close(recorder: _Recorder, result: ToolResult) -> ToolResult:
     """Set what the result tells; a reporting boundary: telemetry never changes the result."""
-    span = recorder.span
     try:
         if isinstance(result, ToolResult):
             _record(recorder, result)
     except Exception as exc:
-        span.set_attribute("nr_llm.telemetry.error", type(exc).__qualname__)
+        noted(recorder.span, exc)
     return result
 
 
@@ -205,18 +209,23 @@ def _approval(recorder: _Recorder, result: ToolResult) -> str:
     return ""
 
 
+def _capture_secrets(server: str, data_class: str, ceiling: str) -> tuple[str, ...] | None:
+    """The credential to mask when content is to be recorded; None when it is not: not opted
+    in, a data class beyond the setting or the caller's ceiling, or a credential that cannot be
+    read (so could not be masked)."""
+    allowed = conf.OTEL_CAPTURE_CONTENT
+    if not allowed or not data_class or conf.TOOL_CALL_PREVIEW_CHARS == 0:
+        return None
+    if not (ceilings.allows(allowed, data_class) and ceilings.allows(ceiling, data_class)):
+        return None
+    return _credential(server)
+
+
 def _capture(recorder: _Recorder, result: ToolResult) -> None:
     """Opt-in content, within both ceilings and the preview cap, the credential masked."""
-    allowed = conf.OTEL_CAPTURE_CONTENT
-    data_class = recorder.data_class
-    limit = conf.TOOL_CALL_PREVIEW_CHARS
-    if not allowed or not data_class or limit == 0 or recorder.arguments is None:
+    secrets, limit = recorder.secrets, conf.TOOL_CALL_PREVIEW_CHARS
+    if secrets is None or recorder.arguments is None or limit == 0:
         return
-    if not (ceilings.allows(allowed, data_class) and ceilings.allows(recorder.ceiling, data_class)):
-        return
-    secrets = _credential(recorder.server)
-    if secrets is None:
-        return  # a credential that cannot be read cannot be masked: nothing is captured
     value = recorder.arguments()
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     recorder.span.set_attribute(_ARGUMENTS, _preview(masked(text, secrets), limit))

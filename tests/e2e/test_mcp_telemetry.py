@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 import requests
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.telemetry import DURATION_BUCKETS, DURATION_METRIC, MESSAGE_CHARS, session_digest
@@ -199,3 +200,21 @@ def test_without_an_sdk_nothing_is_recorded_and_nothing_is_injected(modern_url: 
     before = len(_log(modern_url))
     assert _client().call_tool(_endpoint(modern_url), "echo", {"text": "quiet"}).text == "quiet"
     assert all(entry["traceparent"] is None for entry in _log(modern_url)[before:])
+
+
+class _BrokenPropagator(TraceContextTextMapPropagator):
+    """A site's propagator with a bug."""
+
+    def inject(self, carrier: Any, context: Any = None, setter: Any = None) -> None:
+        raise RuntimeError("propagator bug")
+
+
+def test_a_failing_propagator_changes_nothing_the_call_does(
+    otel: Otel, modern_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Telemetry is never the reason a call fails: the request goes without trace context."""
+    monkeypatch.setattr(propagate, "_HTTP_TEXT_FORMAT", _BrokenPropagator())
+    before = len(_log(modern_url))
+    assert _client().call_tool(_endpoint(modern_url), "echo", {"text": "still"}).text == "still"
+    assert all(entry["traceparent"] is None for entry in _log(modern_url)[before:])
+    assert otel.named("tools/call echo")
