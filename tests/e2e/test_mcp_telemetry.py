@@ -3,8 +3,11 @@ SDK server (both eras) and the adversarial peer's careless ``tattle`` server."""
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -218,3 +221,22 @@ def test_a_failing_propagator_changes_nothing_the_call_does(
     assert _client().call_tool(_endpoint(modern_url), "echo", {"text": "still"}).text == "still"
     assert all(entry["traceparent"] is None for entry in _log(modern_url)[before:])
     assert otel.named("tools/call echo")
+
+
+def test_the_sdk_server_joins_the_trace_as_a_child_of_each_request(otel: Otel, tmp_path: Path) -> None:
+    """The official SDK server, tracing, reads params._meta: its SERVER span of each message is a
+    child of our CLIENT span of that message, in our trace."""
+    log = tmp_path / "server-spans.jsonl"
+    with sdk_server("--stateless", "--trace-log", str(log)) as url:
+        _client().call_tool(_endpoint(url), "echo", {"text": "joined"})
+        ours = {span.name: span for span in otel.spans()}
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "tools/call echo" not in log.read_text():
+            time.sleep(0.05)
+    theirs = {entry["name"]: entry for entry in map(json.loads, log.read_text().splitlines())}
+    for name in ("server/discover", "tools/call echo"):
+        client = ours[name].get_span_context()
+        assert client is not None
+        assert theirs[name]["kind"] == "SERVER"
+        assert theirs[name]["trace_id"] == f"{client.trace_id:032x}"
+        assert theirs[name]["parent_id"] == f"{client.span_id:016x}"
