@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -40,6 +41,8 @@ except ImportError:  # the optional extra is not installed: every decorator is t
     ENABLED = False
 else:
     ENABLED = True
+
+logger = logging.getLogger("nr_llm.mcp")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -162,34 +165,15 @@ def traced_request(
 def _request_span(
     transport: Any, message: dict[str, Any], options: Mapping[str, Any]
 ) -> Iterator[tuple[dict[str, Any], Callable[[Any], None]]]:
-    method = message.get("method")
-    method = clip(method) if isinstance(method, str) else "_OTHER"
-    params = message.get("params")
-    tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
-    tool = clip(tool) if isinstance(tool, str) else None
-    common: dict[str, Any] = {
-        "mcp.method.name": method,
-        "network.protocol.name": "http",
-        "network.transport": "tcp",
-        **server_attributes(transport.endpoint.url),
-    }
-    version = options.get("protocol_version")
-    if isinstance(version, str):
-        common["mcp.protocol.version"] = clip(version)
-    if tool is not None:
-        common["gen_ai.tool.name"] = tool
-        common["gen_ai.operation.name"] = "execute_tool"
-    attributes = dict(common)
-    if "id" in message and message["id"] is not None:
-        attributes["jsonrpc.request.id"] = clip(message["id"])
-    session_id = options.get("session_id")
-    if isinstance(session_id, str):
-        attributes["mcp.session.id"] = session_digest(session_id)
-    attributes["nr_llm.server"] = clip(transport.server)
-    name = f"{method} {tool}" if tool is not None else method
-    error_type = ""
     started = time.perf_counter()
-    span = tracer().start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+    try:
+        span, common = _start_request(transport, message, options)
+    except Exception:
+        # A reporting boundary: a tracer that fails leaves the request untraced, never unsent.
+        logger.warning("the span of an MCP request could not be started", exc_info=True)
+        yield message, _ignored
+        return
+    error_type = ""
     try:
         with current(span):
 
@@ -218,6 +202,42 @@ def _request_span(
             duration_histogram().record(time.perf_counter() - started, common)
         except Exception as exc:
             noted(span, exc)
+
+
+def _ignored(reply: Any) -> None:
+    return None
+
+
+def _start_request(
+    transport: Any, message: dict[str, Any], options: Mapping[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The request's CLIENT span, started, and the attributes its metric point shares."""
+    method = message.get("method")
+    method = clip(method) if isinstance(method, str) else "_OTHER"
+    params = message.get("params")
+    tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
+    tool = clip(tool) if isinstance(tool, str) else None
+    common: dict[str, Any] = {
+        "mcp.method.name": method,
+        "network.protocol.name": "http",
+        "network.transport": "tcp",
+        **server_attributes(transport.endpoint.url),
+    }
+    version = options.get("protocol_version")
+    if isinstance(version, str):
+        common["mcp.protocol.version"] = clip(version)
+    if tool is not None:
+        common["gen_ai.tool.name"] = tool
+        common["gen_ai.operation.name"] = "execute_tool"
+    attributes = dict(common)
+    if "id" in message and message["id"] is not None:
+        attributes["jsonrpc.request.id"] = clip(message["id"])
+    session_id = options.get("session_id")
+    if isinstance(session_id, str):
+        attributes["mcp.session.id"] = session_digest(session_id)
+    attributes["nr_llm.server"] = clip(transport.server)
+    name = f"{method} {tool}" if tool is not None else method
+    return tracer().start_span(name, kind=SpanKind.CLIENT, attributes=attributes), common
 
 
 def noted(span: Any, exc: Exception) -> None:
@@ -311,16 +331,12 @@ def traced_oauth_leg(
 
     @functools.wraps(leg)
     def wrapper(legs: S, method: str, url: str, what: str, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        attributes: dict[str, Any] = {
-            "http.request.method": clip(method, 16),
-            "nr_llm.oauth.endpoint": clip(what),
-            "nr_llm.server": clip(getattr(legs, "server", "")),
-            **server_attributes(url),
-        }
-        bare = _without_query(url)
-        if bare:
-            attributes["url.full"] = bare
-        span = tracer().start_span(clip(method, 16), kind=SpanKind.CLIENT, attributes=attributes)
+        try:
+            span = _start_oauth_leg(getattr(legs, "server", ""), method, url, what)
+        except Exception:
+            # A reporting boundary: a tracer that fails leaves the leg untraced, never unsent.
+            logger.warning("the span of an OAuth leg could not be started", exc_info=True)
+            return leg(legs, method, url, what, *args, **kwargs)
         try:
             with current(span):
                 answer = leg(legs, method, url, what, *args, **kwargs)
@@ -342,6 +358,19 @@ def traced_oauth_leg(
             span.end()
 
     return wrapper
+
+
+def _start_oauth_leg(server: object, method: str, url: str, what: str) -> Any:
+    attributes: dict[str, Any] = {
+        "http.request.method": clip(method, 16),
+        "nr_llm.oauth.endpoint": clip(what),
+        "nr_llm.server": clip(server),
+        **server_attributes(url),
+    }
+    bare = _without_query(url)
+    if bare:
+        attributes["url.full"] = bare
+    return tracer().start_span(clip(method, 16), kind=SpanKind.CLIENT, attributes=attributes)
 
 
 def _without_query(url: object) -> str:

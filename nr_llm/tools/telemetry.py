@@ -14,9 +14,11 @@ ceiling, masked of the server's credential and clipped to the ledger's preview c
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import json
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -34,6 +36,8 @@ if ENABLED:
     from opentelemetry import trace
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+logger = logging.getLogger("nr_llm.tools")
 
 _ARGUMENTS = "gen_ai.tool.call.arguments"
 _RESULT = "gen_ai.tool.call.result"
@@ -70,7 +74,7 @@ def traced(entry: str) -> Callable[[F], F]:
         if not ENABLED:
             return function
         signature = inspect.signature(function)
-        resuming = entry.lstrip("a") == "resume"
+        resuming = entry.removeprefix("a") == "resume"
 
         if inspect.iscoroutinefunction(function):
 
@@ -132,6 +136,37 @@ def _span(
     signature: inspect.Signature, resuming: bool, args: Any, kwargs: Any, *, lends: bool
 ) -> Iterator[Callable[[ToolResult], ToolResult]]:
     try:
+        span = _start(signature, resuming, args, kwargs)
+    except Exception:
+        # A reporting boundary: a tracer that fails leaves the call untraced, never failed.
+        logger.warning("the execute_tool span could not be started", exc_info=True)
+        yield _unchanged
+        return
+    if not span.is_recording():
+        # The API's no-op: nothing to describe, no content to read.
+        with trace.use_span(span, end_on_exit=True):
+            yield _unchanged
+        return
+    recorder = _Recorder(span, "resume" if resuming else "execute", lends_span=lends)
+    token = _current.set(recorder)
+    try:
+        with current(span):
+            yield functools.partial(_close, recorder)
+    except (Exception, asyncio.CancelledError) as exc:
+        # execute() never raises; a cancelled await (an async twin) does, and is named by type.
+        fail(span, type(exc).__qualname__)
+        raise
+    finally:
+        _current.reset(token)
+        span.end()
+
+
+def _unchanged(result: ToolResult) -> ToolResult:
+    return result
+
+
+def _start(signature: inspect.Signature, resuming: bool, args: Any, kwargs: Any) -> Any:
+    try:
         bound = signature.bind(*args, **kwargs).arguments
     except TypeError:
         bound = {}  # the call itself raises it, as it would undecorated
@@ -146,24 +181,7 @@ def _span(
         attributes["gen_ai.tool.call.id"] = clip(call_id)
     if resuming:
         attributes["nr_llm.tool_call.resumed"] = True
-    span = tracer().start_span(name, kind=trace.SpanKind.INTERNAL, attributes=attributes)
-    if not span.is_recording():
-        # The API's no-op: nothing to describe, no content to read.
-        with trace.use_span(span, end_on_exit=True):
-            yield lambda result: result
-        return
-    recorder = _Recorder(span, "resume" if resuming else "execute", lends_span=lends)
-    token = _current.set(recorder)
-    try:
-        with current(span):
-            yield functools.partial(_close, recorder)
-    except BaseException as exc:
-        # execute() never raises; a cancelled await (an async twin) does, and is named by type.
-        fail(span, type(exc).__qualname__)
-        raise
-    finally:
-        _current.reset(token)
-        span.end()
+    return tracer().start_span(name, kind=trace.SpanKind.INTERNAL, attributes=attributes)
 
 
 def _close(recorder: _Recorder, result: ToolResult) -> ToolResult:

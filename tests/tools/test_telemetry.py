@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry import trace
+from opentelemetry.trace import NoOpTracer, NoOpTracerProvider, SpanKind, StatusCode
 
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
@@ -198,3 +199,27 @@ def test_an_async_twin_that_runs_execute_in_a_thread_is_one_span(otel: Otel, ser
     assert attributes_of(span)["nr_llm.tool_call.id"] == str(result.call_id)
     (call,) = otel.named("tools/call echo")
     assert call.parent is not None and call.parent.span_id == span.context.span_id
+
+
+class _BrokenTracer(NoOpTracer):
+    def start_span(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("tracer bug")
+
+
+class _BrokenProvider(NoOpTracerProvider):
+    """A site's tracer provider whose tracer cannot start a span."""
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
+        return _BrokenTracer()
+
+
+def test_a_tracer_that_fails_leaves_the_call_untraced_not_failed(
+    server: McpServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """execute() still answers (nothing raises out of it); the failure is logged, not hidden."""
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", _BrokenProvider())
+    result = tools.execute("mcp_demo_echo", {"text": "anyway"}, tool_call_id="call_9")
+    assert (result.text, result.is_error) == ("anyway", False)
+    logged = {message for _, _, message in caplog.record_tuples}
+    assert "the execute_tool span could not be started" in logged
+    assert "the span of an MCP request could not be started" in logged
