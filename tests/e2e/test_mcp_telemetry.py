@@ -240,3 +240,15 @@ def test_the_sdk_server_joins_the_trace_as_a_child_of_each_request(otel: Otel, t
         assert theirs[name]["kind"] == "SERVER"
         assert theirs[name]["trace_id"] == f"{client.trace_id:032x}"
         assert theirs[name]["parent_id"] == f"{client.span_id:016x}"
+
+
+def test_a_secret_in_the_servers_url_query_reaches_no_span_or_metric(otel: Otel, modern_url: str) -> None:
+    """An API key in the URL's query (some hosted servers take one there): spans and the metric
+    carry the host and port only."""
+    url = f"{modern_url}?api_key={SECRET}"
+    assert _client().call_tool(_endpoint(url), "echo", {"text": "keyed"}).text == "keyed"
+    assert len(otel.spans()) == 2
+    for span in otel.spans():
+        assert SECRET not in span.name + str(attributes_of(span))
+    for point in otel.points(DURATION_METRIC):
+        assert SECRET not in str(point.attributes)
