@@ -291,6 +291,7 @@ def _with_context(message: dict[str, Any]) -> dict[str, Any]:
         propagate.inject(carrier)
     except Exception:
         # A site's propagator that fails: the request goes as it would untraced.
+        logger.warning("the trace context could not be injected into an MCP request", exc_info=True)
         return message
     fields = {
         clip(key, 64): clip(value, META_VALUE_CHARS)

@@ -213,14 +213,18 @@ class _BrokenPropagator(TraceContextTextMapPropagator):
 
 
 def test_a_failing_propagator_changes_nothing_the_call_does(
-    otel: Otel, modern_url: str, monkeypatch: pytest.MonkeyPatch
+    otel: Otel, modern_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Telemetry is never the reason a call fails: the request goes without trace context."""
+    """Telemetry is never the reason a call fails: the request goes without trace context, and
+    the failure is logged."""
     monkeypatch.setattr(propagate, "_HTTP_TEXT_FORMAT", _BrokenPropagator())
     before = len(_log(modern_url))
     assert _client().call_tool(_endpoint(modern_url), "echo", {"text": "still"}).text == "still"
     assert all(entry["traceparent"] is None for entry in _log(modern_url)[before:])
     assert otel.named("tools/call echo")
+    assert ("nr_llm.mcp", 30, "the trace context could not be injected into an MCP request") in (
+        caplog.record_tuples
+    )
 
 
 def test_the_sdk_server_joins_the_trace_as_a_child_of_each_request(otel: Otel, tmp_path: Path) -> None:
