@@ -118,6 +118,7 @@ def test_the_handshake_era_names_initialize_and_its_session_by_digest(otel: Otel
     assert attributes_of(discover)["error.type"] == "-32601"
     assert attributes_of(discover)["rpc.response.status_code"] == "-32601"
     assert discover.status.status_code is StatusCode.ERROR
+    assert discover.status.description == "Method not found"  # the JSON-RPC error's message
     assert attributes_of(initialize)["mcp.protocol.version"] == "2025-11-25"
     session = [entry["session"] for entry in _log(handshake_url) if entry["method"] == "tools/call"][-1]
     assert session
