@@ -215,6 +215,22 @@ def ca_bundle_problem(raw: object) -> str:
     return "" if loaded else f"holds no CA certificate ({os.fspath(raw)!r})"
 
 
+def check_telemetry(**kwargs: Any) -> list[CheckMessage]:
+    from .models import DataClass  # the models load after the checks module
+
+    capture = getattr(settings, "NR_LLM_OTEL_CAPTURE_CONTENT", None)
+    if capture in (None, "") or capture in DataClass.values:
+        return []
+    return [
+        Error(
+            f"NR_LLM_OTEL_CAPTURE_CONTENT must be one of {', '.join(DataClass.values)}, not {capture!r}.",
+            hint="It names the highest data class whose tool arguments and results may be span "
+            "attributes; until it is fixed, none are (docs/telemetry.md).",
+            id="nr_llm.E040",
+        )
+    ]
+
+
 COMPLETION_MIDDLEWARE = "nr_llm.observability.middleware.RequestCompletionMiddleware"
 
 
@@ -245,5 +261,6 @@ def register() -> None:
         check_governance,
         check_ca_bundle,
         check_completion_middleware_is_last,
+        check_telemetry,
     ):
         register_check(check, "nr_llm")

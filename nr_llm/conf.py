@@ -143,6 +143,15 @@ class Settings:
         return raw if raw in DataClass.values else FALLBACK_DATA_CLASS_CEILING
 
     @property
+    def OTEL_CAPTURE_CONTENT(self) -> str:
+        """The highest data class whose tool arguments and results may be span attributes
+        (docs/telemetry.md); "" (unset, empty or not a data class) captures none."""
+        from .models import DataClass  # the models import this module
+
+        raw = getattr(django_settings, "NR_LLM_OTEL_CAPTURE_CONTENT", "")
+        return raw if isinstance(raw, str) and raw in DataClass.values else ""
+
+    @property
     def REQUEST_EVENTS(self) -> dict[str, Any]:
         """Structured request events: ``include_cancelled`` is off by default (seed 003)."""
         configured = getattr(django_settings, "NR_LLM_REQUEST_EVENTS", None)

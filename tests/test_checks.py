@@ -36,6 +36,8 @@ BAD_VALUES = [
     ("NR_LLM_DATA_CLASS_CEILING", "public", "nr_llm.E023"),
     ("NR_LLM_MCP_CA_BUNDLE", "/nonexistent/nr-llm/ca.pem", "nr_llm.E007"),
     ("NR_LLM_MCP_CA_BUNDLE", ["/etc/ssl/ca.pem"], "nr_llm.E007"),
+    ("NR_LLM_OTEL_CAPTURE_CONTENT", "public", "nr_llm.E040"),
+    ("NR_LLM_OTEL_CAPTURE_CONTENT", True, "nr_llm.E040"),
 ]
 
 
@@ -61,6 +63,7 @@ def test_check_command_fails_on_bad_value(name, value, check_id):
         ("NR_LLM_APPROVAL_EXPIRY_SECONDS", 900),
         ("NR_LLM_APPROVAL_SECOND_APPROVER", True),
         ("NR_LLM_DATA_CLASS_CEILING", "sourceCode"),
+        ("NR_LLM_OTEL_CAPTURE_CONTENT", "editorContent"),
     ],
 )
 def test_check_command_passes_on_good_value(name, value):

@@ -46,7 +46,7 @@ import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 from urllib3.util.ssl_match_hostname import CertificateError
 
-from . import jsonrpc, resend
+from . import jsonrpc, resend, telemetry
 from .deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
 from .endpoint import Endpoint
 from .errors import ChallengeError, McpTransportError
@@ -661,6 +661,7 @@ class Transport:
         # The OAuth token source of this operation, when the server uses OAuth.
         self.authorizer = authorizer
 
+    @telemetry.traced_request
     def post(
         self,
         deadline: OperationDeadline,

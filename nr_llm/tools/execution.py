@@ -36,6 +36,7 @@ from ..mcp import CallOutcome, Endpoint, McpTransportError
 from ..mcp.redaction import redact
 from ..mcp.text import clean
 from ..models import DEFINITION_CHANGED, McpTool
+from . import telemetry
 from .registry import LocalTool, local_tool
 from .results import ToolResult, ToolStatus
 
@@ -79,6 +80,7 @@ class _Ran:
     era: str = ""
 
 
+@telemetry.traced("execute")
 def execute(
     name: str,
     arguments: dict[str, Any] | None = None,
@@ -87,12 +89,14 @@ def execute(
     actor: object = None,
     data_class_ceiling: str | None = None,
     clock: WallClock | None = None,
+    tool_call_id: str | None = None,
 ) -> ToolResult:
     """Run a tool and return its result; a failure is an ``is_error`` result, never an exception.
 
     ``actor``: ``request.user`` or a label of the caller's choosing, kept in the ledger.
     ``data_class_ceiling``: the most sensitive data class the caller's model may see (None:
     ``NR_LLM_DATA_CLASS_CEILING``); a tool above it is refused, not run.
+    ``tool_call_id``: the model's id of this call, for the trace (docs/telemetry.md).
     """
     trace = _Trace("")
     wall = clock or timezone.now
@@ -104,13 +108,18 @@ def execute(
         return _unexpected(trace, exc, wall)
 
 
+@telemetry.traced("resume")
 def resume(
-    call_id: object, *, client: ToolCaller | None = None, clock: WallClock | None = None
+    call_id: object,
+    *,
+    client: ToolCaller | None = None,
+    clock: WallClock | None = None,
+    tool_call_id: str | None = None,
 ) -> ToolResult:
     """Run an approved call once; any other state comes back as its result (never an exception).
 
     A second resume of a call that ran returns its recorded outcome; one of a denied or
-    expired call says so, and nothing runs.
+    expired call says so, and nothing runs. ``tool_call_id`` as for ``execute``.
     """
     trace = _Trace("")
     wall = clock or timezone.now
@@ -155,6 +164,14 @@ def _execute(
     server = row.server
     trace.server, trace.origin = server.identifier, _origin(row)
     call = trace.call = dataclasses.replace(call, tool=row)
+    telemetry.describe(
+        row.tool_name,
+        server.identifier,
+        server.data_class,
+        ceiling,
+        server.requires_approval,
+        lambda: arguments,
+    )
     refusal = _refusal(row, ceiling)
     if refusal is not None:
         return _refused(trace, call, *refusal, wall)
@@ -204,6 +221,7 @@ def _refusal(row: McpTool, ceiling: str) -> tuple[str, str] | None:
 
 
 def _refused(trace: _Trace, call: NewCall, kind: str, text: str, wall: WallClock) -> ToolResult:
+    telemetry.note_error(kind)
     result = ToolResult(text, True, trace.server, "failed")
     try:
         call_id = ledger.open_call(call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text)
@@ -253,6 +271,7 @@ def _run_recorded(trace: _Trace, call: NewCall, run: Any, wall: WallClock) -> To
 
 def _finish(trace: _Trace, run: Any, started: float, wall: WallClock) -> ToolResult:
     ran: _Ran = run()
+    telemetry.note_error(ran.error_kind)
     if trace.call_id is not None and trace.running:
         _record_outcome(trace, ran, started, wall)
     return dataclasses.replace(ran.result, call_id=trace.call_id)
@@ -388,6 +407,14 @@ def _resume(trace: _Trace, call_id: object, client: ToolCaller | None, wall: Wal
         return ToolResult(f"There is no tool call {pk}; nothing was run.", True, "", "failed")
     call = claim.call
     trace.name, trace.server, trace.call_id = call.tool_name, call.server_identifier, pk
+    telemetry.describe(
+        call.tool_name,
+        call.server_identifier,
+        call.data_class,
+        call.data_class_ceiling,
+        True,
+        lambda: ledger.arguments_of(call),
+    )
     if not claim.claimed:
         return _as_recorded(call)
     # From here the call is this caller's alone: every way out records how it ended.

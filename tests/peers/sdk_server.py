@@ -9,13 +9,16 @@ SDK 2.3 is dual-era. ``--modern-only`` serves its 2026-07-28 handler alone (a se
 never learnt ``initialize``); ``--no-discover`` answers ``server/discover`` with -32601, as a
 server from before 2026 does, and serves the handshake era as usual.
 
-Every HTTP request to ``/mcp`` is logged (method and JSON-RPC method) and served as JSON by
-``GET /requests``, so tests count what crossed the wire.
+Every HTTP request to ``/mcp`` is logged (method, JSON-RPC method, the ``traceparent`` in its
+``params._meta``) and served as JSON by ``GET /requests``, so tests count what crossed the wire.
 
 ``--certfile F --keyfile K`` serves https with that certificate; the server names each TLS
 ClientHello asked for (SNI, ``null`` for none) are served as JSON by ``GET /sni``.
 ``--allow-host NAME`` (repeatable) lets requests for ``NAME:<port>`` past the SDK's DNS
 rebinding protection, which otherwise admits only 127.0.0.1, localhost and [::1].
+
+``--trace-log PATH`` writes the server's own OpenTelemetry spans to PATH, one JSON line each
+(name, kind, trace id, span id, parent id): a test sees whether the server joined its trace.
 
 ``--mutable`` lets a test change a tool between two imports, as a server's owner would:
 ``POST /tools/<name>`` with a JSON object of ``description`` and/or ``title`` replaces them, and
@@ -72,12 +75,16 @@ def _logged(app: Any, *, refuse_discover: bool) -> Any:
             parsed = {}
         method = parsed.get("method") if isinstance(parsed, dict) else None
         headers = {key.decode().lower(): value.decode("latin-1") for key, value in scope["headers"]}
+        params = parsed.get("params") if isinstance(parsed, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
         REQUESTS.append(
             {
                 "http": scope["method"],
                 "method": method,
                 "protocol": headers.get("mcp-protocol-version"),
                 "session": headers.get("mcp-session-id"),
+                # The trace context a client put in params._meta (docs/telemetry.md).
+                "traceparent": meta.get("traceparent") if isinstance(meta, dict) else None,
             }
         )
         if refuse_discover and method == "server/discover":
@@ -240,6 +247,34 @@ def _mutable(server: Any, app: Any) -> Any:
     return control
 
 
+def _trace_to(path: str) -> None:
+    """The SDK server's own OpenTelemetry spans (it makes one per message, its parent read from
+    ``params._meta``), one JSON line each: name, trace, span and parent ids."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    def line(span: Any) -> str:
+        context, parent = span.get_span_context(), span.parent
+        return (
+            json.dumps(
+                {
+                    "name": span.name,
+                    "kind": span.kind.name,
+                    "trace_id": f"{context.trace_id:032x}",
+                    "span_id": f"{context.span_id:016x}",
+                    "parent_id": f"{parent.span_id:016x}" if parent is not None else None,
+                }
+            )
+            + "\n"
+        )
+
+    provider = TracerProvider()
+    log = open(path, "a", buffering=1)  # noqa: SIM115 - open for the process's life
+    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=log, formatter=line)))
+    trace.set_tracer_provider(provider)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stateless", action="store_true")
@@ -255,7 +290,10 @@ def main() -> None:
     parser.add_argument("--keyfile")
     parser.add_argument("--allow-host", action="append", default=[])
     parser.add_argument("--mutable", action="store_true")
+    parser.add_argument("--trace-log")
     args = parser.parse_args()
+    if args.trace_log:
+        _trace_to(args.trace_log)
 
     import logging
 

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 
 # The module, not its names: transport.py imports the oauth package (its challenge parser)
 # while this module is first loaded, so its names are looked up when a leg is sent.
-from .. import resend, transport
+from .. import resend, telemetry, transport
 from ..deadline import OperationDeadline
 from ..errors import McpTransportError
 from ..hostgate import Resolver, refuse_private, resolve, split_target
@@ -148,6 +148,7 @@ class OAuthLegs:
         head = Sealed({"Content-Type": "application/json", **(headers or {})})
         return self._leg("POST", url, what, body, head)
 
+    @telemetry.traced_oauth_leg
     def _leg(
         self,
         method: str,
