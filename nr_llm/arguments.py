@@ -14,7 +14,10 @@ of budget refuses the call: it was not shown to be valid, so it is not sent.
 
 from __future__ import annotations
 
+import contextvars
 import copy
+import functools
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -41,6 +44,11 @@ class _OutOfTime(Exception):
     pass
 
 
+#: The running check's deadline and clock, read by the ``pattern`` keyword (one class for all checks).
+_BUDGET: contextvars.ContextVar[tuple[float, Callable[[], float]]] = contextvars.ContextVar("nr_llm_check")
+_FORMATS = FormatChecker(CHECKED_FORMATS)
+
+
 def argument_problems(
     schema: dict[str, Any],
     arguments: dict[str, Any],
@@ -50,14 +58,10 @@ def argument_problems(
 ) -> list[str]:
     """Every way ``arguments`` breaks ``schema``, as short sentences; empty when it is valid."""
     validator_class = validator_for(schema, default=Draft202012Validator)
-    try:
-        validator_class.check_schema(schema)
-    except SchemaError as exc:
-        reason = clean(exc.message)
+    if reason := _schema_problem(validator_class, json.dumps(schema, sort_keys=True)):
         return [f"The stored input schema is not valid JSON Schema ({reason}); re-import the catalogue."]
-    deadline = clock() + seconds
-    bounded = extend(validator_class, {"pattern": _bounded_pattern(deadline, clock)})  # type: ignore[no-untyped-call]
-    validator = bounded(schema, format_checker=FormatChecker(CHECKED_FORMATS))
+    validator = _bounded(validator_class)(schema, format_checker=_FORMATS)
+    token = _BUDGET.set((clock() + seconds, clock))
     try:
         errors = sorted(
             validator.iter_errors(arguments), key=lambda error: [str(part) for part in error.path]
@@ -67,29 +71,47 @@ def argument_problems(
             f"the arguments could not be checked against the input schema within {seconds:g} s "
             "(a pattern took too long to match); the call was not sent"
         ]
+    finally:
+        _BUDGET.reset(token)
     problems = [clean(f"{_where(list(error.path))}: {error.message}", PROBLEM_CHARS) for error in errors]
     if len(problems) > MAX_PROBLEMS:
         return [*problems[:MAX_PROBLEMS], f"… and {len(problems) - MAX_PROBLEMS} more."]
     return problems
 
 
-def _bounded_pattern(deadline: float, clock: Callable[[], float]) -> Callable[..., Iterator[ValidationError]]:
+@functools.lru_cache(maxsize=512)
+def _schema_problem(validator_class: Any, encoded: str) -> str:
+    """Why the schema is not valid JSON Schema, or "": checked once per schema, not per call
+    (checking a schema against the metaschema costs a thousand times the call's own check)."""
+    try:
+        validator_class.check_schema(json.loads(encoded))
+    except SchemaError as exc:
+        return clean(exc.message)
+    return ""
+
+
+@functools.cache
+def _bounded(validator_class: Any) -> Any:
+    """``validator_class`` with its ``pattern`` keyword matched within the running check's budget."""
+    return extend(validator_class, {"pattern": _bounded_pattern})  # type: ignore[no-untyped-call]
+
+
+def _bounded_pattern(
+    validator: Validator, pattern: str, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
     """jsonschema's ``pattern`` keyword, matched with what is left of the check's budget."""
-
-    def pattern(validator: Validator, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
-        if not validator.is_type(instance, "string"):
-            return
-        left = deadline - clock()
-        if left <= 0:
-            raise _OutOfTime
-        try:
-            found = regex.search(pattern, instance, timeout=left)
-        except TimeoutError:
-            raise _OutOfTime from None
-        if found is None:
-            yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-    return pattern
+    if not validator.is_type(instance, "string"):
+        return
+    deadline, clock = _BUDGET.get()
+    left = deadline - clock()
+    if left <= 0:
+        raise _OutOfTime
+    try:
+        found = regex.search(pattern, instance, timeout=left)
+    except TimeoutError:
+        raise _OutOfTime from None
+    if found is None:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
 def _where(path: list[str | int]) -> str:
