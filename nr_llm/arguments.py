@@ -24,7 +24,7 @@ from typing import Any
 
 import regex
 from jsonschema import Draft202012Validator, FormatChecker
-from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.exceptions import SchemaError, UnknownType, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
 
@@ -110,6 +110,10 @@ def _bounded_pattern(
         found = regex.search(pattern, instance, timeout=left)
     except TimeoutError:
         raise _OutOfTime from None
+    except regex.error:
+        # A schema edited by hand past the import's check: the call cannot be shown valid.
+        yield ValidationError(f"the schema's pattern {pattern!r} cannot be matched")
+        return
     if found is None:
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
@@ -125,9 +129,11 @@ def checked_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> tupl
     given" first: that is how OpenAI's strict mode spells an optional argument
     (``nr_llm/tools/strict.py``), and the server's schema would refuse the null.
     """
+    validator_class = validator_for(schema, default=Draft202012Validator)
+    if _schema_problem(validator_class, json.dumps(schema, sort_keys=True)):
+        return arguments, argument_problems(schema, arguments)
     restored = without_optional_nulls(schema, arguments)
-    problems = argument_problems(schema, restored)
-    return restored, problems
+    return restored, argument_problems(schema, restored)
 
 
 def without_optional_nulls(schema: Any, value: Any) -> Any:
@@ -161,7 +167,7 @@ def without_optional_nulls(schema: Any, value: Any) -> Any:
 def _accepts_null(schema: Any) -> bool:
     try:
         return bool(Draft202012Validator(schema).is_valid(None))
-    except (SchemaError, TypeError, ValueError):
+    except (SchemaError, UnknownType, TypeError, ValueError):
         return False
 
 

@@ -61,3 +61,22 @@ def test_a_catastrophic_pattern_on_model_input_is_bounded_and_never_raises():
     assert result.is_error and "could not be checked against the input schema within 1 s" in result.text
     assert row_of(result).error_kind == "invalid_arguments"
     assert client.calls == []
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"text": {"type": "no-such-type"}}},
+        {"type": "object", "properties": {"text": {"type": "string", "pattern": "(unclosed"}}},
+    ],
+    ids=["unknown-type", "broken-pattern"],
+)
+def test_a_stored_schema_edited_into_garbage_refuses_the_call_and_never_raises(schema):
+    """A schema edited by hand past the import's checks: the call is refused with a reason, not sent."""
+    tool = guarded_tool(requires_approval=False)
+    McpTool.objects.filter(pk=tool.pk).update(input_schema=schema)
+    client = FakeClient()
+    result = tools.execute("mcp_guarded_echo", {"text": None}, client=client)
+    assert result.is_error and "not valid JSON Schema" in result.text
+    assert row_of(result).error_kind == "invalid_arguments"
+    assert client.calls == []
