@@ -93,7 +93,7 @@ MAX_DEPTH = 12
 MAX_ENCODED_BYTES = 16 * 1024
 #: Caps on remote text and data inside a schema: beyond them a schema is refused (data) or
 #: clipped (prose, examples); nothing a model could act on is ever shortened.
-MAX_ENUM_VALUES = 500
+MAX_ENUM_VALUES = 1000
 MAX_ENUM_STRING = 500
 MAX_PATTERN = 1000
 #: The most characters a pattern's nested counted repeats may stand for: ``regex`` unrolls
@@ -276,9 +276,15 @@ def _nullable(node: dict[str, Any], kept: dict[str, Any], path: str) -> None:
 
 
 def _datum(value: object, at: str) -> Any:
-    """An enum or const value: a scalar, its text exactly as the server will compare it."""
+    """An enum or const value, its text exactly as the server will compare it."""
     if isinstance(value, dict | list):
-        raise SchemaRefused(f"value at {_where(at)} is {_kind(value)}; enum and const values must be scalars")
+        _bounded(value, at)
+        children = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, child in children:
+            if isinstance(key, str):
+                _datum(key, at)
+            _datum(child, f"{at}/{key}")
+        return value
     if isinstance(value, str):
         if len(value) > MAX_ENUM_STRING:
             raise SchemaRefused(f"value at {_where(at)} is longer than {MAX_ENUM_STRING} characters")

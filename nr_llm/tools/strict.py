@@ -75,6 +75,8 @@ def _strict(node: Any, path: str, depth: int, *, in_union: bool, enums: list[int
     if "format" in node and node["format"] not in STRICT_FORMATS:
         raise NotStrict(f"strict mode does not support format {clean(node['format'], 40)!r} (at {where})")
     enums[0] += len(node.get("enum", ()))
+    if any(isinstance(value, dict | list) for value in [*node.get("enum", ()), node.get("const")]):
+        raise NotStrict(f"an enum or const of objects or arrays at {where}")
     out = dict(node)
     if _is_object(node):
         out.update(_strict_object(node, path, depth, in_union=in_union, enums=enums))
