@@ -256,7 +256,7 @@ def _value(key: str, value: object, at: str) -> Any:
     # examples: a hint, clipped to a few short ones rather than refused.
     if not isinstance(value, list):
         raise SchemaRefused(f'"examples" at {_where(at)} must be an array')
-    short = [item for item in value if _encoded_size(item) <= MAX_EXAMPLE_BYTES]
+    short = [item for item in value if _encoded_size(item) <= MAX_EXAMPLE_BYTES and not contains_nul(item)]
     return [_bounded(item, at) for item in short[:MAX_EXAMPLES]]
 
 

@@ -130,8 +130,9 @@ def test_what_cannot_be_carried_is_refused_with_where_and_why(inner, reason):
 
 
 def test_examples_are_clipped_to_a_few_short_ones():
-    """Examples are hints: a long one is left out and at most MAX_EXAMPLES are kept, in order."""
-    examples = ["x" * 600, *[f"e{i}" for i in range(MAX_EXAMPLES + 3)]]
+    """Examples are hints: a long one or one PostgreSQL cannot store is left out, and at most
+    MAX_EXAMPLES are kept, in order."""
+    examples = ["x" * 600, "nul\x00", *[f"e{i}" for i in range(MAX_EXAMPLES + 3)]]
     schema = {"type": "object", "properties": {"x": {"type": "string", "examples": examples}}}
     assert normalise_schema(schema)["properties"]["x"]["examples"] == [f"e{i}" for i in range(MAX_EXAMPLES)]
 
