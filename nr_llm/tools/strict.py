@@ -105,6 +105,11 @@ def _strict_object(
     if isinstance(extra, dict):
         raise NotStrict(f"additionalProperties is a schema at {where} (a map of arbitrary keys)")
     required = set(node.get("required", ()))
+    if undeclared := sorted(required - set(properties)):
+        # Closed to undeclared keys, the model could never send what the server requires.
+        raise NotStrict(
+            f"the object at {where} requires {clean(undeclared[0], 40)!r}, which it does not declare"
+        )
     out: dict[str, Any] = {}
     for name, sub in properties.items():
         at = f"{path}/properties/{name}"

@@ -89,6 +89,7 @@ def test_what_a_strict_model_sends_is_read_back_as_the_servers_call():
             "an object without declared properties",
         ),
         ({"type": "object", "properties": {"a": {"type": "array"}}}, "an array without items"),
+        ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}, "requires 'b'"),
         ({"type": "object", "properties": {"a": True}}, "a boolean schema at /properties/a"),
         ({"type": "object", "properties": {"a": {"type": "string", "format": "uri"}}}, "format 'uri'"),
         ({"type": "object", "anyOf": [{"required": ["a"]}]}, "the root is an anyOf"),
