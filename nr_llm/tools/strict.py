@@ -129,7 +129,7 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     kinds = _types(schema)
     if "null" in kinds or any(_types(branch) == {"null"} for branch in schema.get("anyOf", ())):
         return schema
-    if "type" in schema and "const" not in schema:
+    if "type" in schema and "const" not in schema and "anyOf" not in schema:
         out = dict(schema)
         kind = schema["type"]
         out["type"] = [*(kind if isinstance(kind, list) else [kind]), "null"]
