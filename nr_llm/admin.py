@@ -618,7 +618,7 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
     @admin.display(description="definition changed")
     def definition_review(self, obj: McpTool) -> SafeString:
         """What the server changed since the tool was enabled: each part as enabled, beside it now."""
-        old, new = obj.pinned_definition, obj.definition
+        old, new = catalogue.review(obj)
         parts = catalogue.changed_parts(old, new)
         rows = format_html_join(
             "",

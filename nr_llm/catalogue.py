@@ -6,9 +6,11 @@ one server still serialize where it matters. A refusal changes nothing but the s
 import status and reason.
 
 Definitions are pinned: each tool's description, title, schemas and annotations are
-fingerprinted. An enabled tool whose fingerprint changes is disabled in the same transaction
-that stores the new text, until an operator reads the change and enables it again
-(``accept_definition``); enabling and disabling take the same server lock as the reconcile.
+fingerprinted as the server sent them (``raw_definition``), not as this package normalised
+them, so a better normaliser never disables a tool its server did not change. An enabled tool
+whose fingerprint changes is disabled in the same transaction that stores the new text, until an
+operator reads the change and enables it again (``accept_definition``); enabling and disabling
+take the same server lock as the reconcile.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .mcp import Endpoint, McpTransportError
 from .mcp.names import InvalidToolName, checked_local_name
 from .mcp.redaction import redact
 from .mcp.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
+from .mcp.schema_v1 import first_rule
 from .mcp.text import clean
 from .models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
 
@@ -41,6 +44,8 @@ MAX_TOOLS = 500
 MAX_DESCRIPTION = 4000
 #: A title is a display name (MCP 2025-06-18): one line.
 MAX_TITLE = 200
+#: A part of a raw definition larger than this is kept as its digest (it is compared, not read).
+MAX_RAW_PART_BYTES = 32 * 1024
 #: Unicode categories removed from a description: controls, format (bidi) and surrogates.
 _INVISIBLE = frozenset({"Cc", "Cf", "Cs"})
 
@@ -54,8 +59,10 @@ _SYNCED_FIELDS = (
     "orphaned",
     "orphaned_at",
     "definition_fingerprint",
+    "raw_definition",
     "pinned_definition",
     "pinned_fingerprint",
+    "pinned_raw",
 )
 #: Written only for the rows an import disables, so an operator's concurrent switch is never undone.
 _DISABLING_FIELDS = ("enabled", "disabled_reason", "disabled_at")
@@ -142,12 +149,45 @@ class _Accepted:
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
     annotations: dict[str, Any]
+    #: The definition as the server sent it (``raw_definition``), and its input schema in full.
+    raw: dict[str, Any]
+    sent_schema: Any
 
     @property
-    def definition(self) -> dict[str, Any]:
+    def first_rule_definition(self) -> dict[str, Any]:
+        """What an import before migration 0007 would have stored for this tool."""
         return tool_definition(
-            self.title, self.description, self.input_schema, self.output_schema, self.annotations
+            self.title, self.description, first_rule(self.sent_schema), self.output_schema, self.annotations
         )
+
+
+def raw_definition(tool: dict[str, Any]) -> dict[str, Any]:
+    """``tool``'s definition as the server sent it, each part kept as sent or as its digest."""
+    return tool_definition(
+        *(
+            _kept_raw(tool.get(part, default))
+            for part, default in (
+                ("title", ""),
+                ("description", ""),
+                ("inputSchema", None),
+                ("outputSchema", {}),
+                ("annotations", {}),
+            )
+        )
+    )
+
+
+def _kept_raw(value: Any) -> Any:
+    """``value`` when it can be stored and is small; else its SHA-256 and size, which still compare."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    try:
+        json.dumps(value, allow_nan=False)
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    except (ValueError, UnicodeEncodeError):
+        size = MAX_RAW_PART_BYTES + 1  # NaN or an unpaired surrogate: JSON columns refuse both
+    if size <= MAX_RAW_PART_BYTES and not contains_nul(value):
+        return value
+    return {"not kept": "too large or not storable", "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
 def fingerprint(definition: dict[str, Any]) -> str:
@@ -267,6 +307,8 @@ def _validate(identifier: str, advertised: Sequence[dict[str, Any]]) -> tuple[li
                 schema,
                 output_schema,
                 annotations,
+                raw_definition(tool),
+                tool.get("inputSchema"),
             )
         )
     counts = Counter(candidate.tool_name for candidate in candidates)
@@ -338,7 +380,6 @@ def _reconcile(
                 )
                 continue
             imported += 1
-            definition = tool.definition
             fresh: dict[str, Any] = {
                 "remote_name": tool.remote_name,
                 "title": tool.title,
@@ -348,17 +389,22 @@ def _reconcile(
                 "remote_annotations": tool.annotations,
                 "orphaned": False,
                 "orphaned_at": None,
-                "definition_fingerprint": fingerprint(definition),
+                "raw_definition": tool.raw,
+                "definition_fingerprint": fingerprint(tool.raw),
             }
             row = existing.pop(tool.tool_name, None)
             if row is None:
                 # New tools start disabled: enabling is the operator's decision, tool by tool.
-                pin = {"pinned_definition": definition, "pinned_fingerprint": fresh["definition_fingerprint"]}
+                pin = {
+                    "pinned_definition": tool.raw,
+                    "pinned_fingerprint": fresh["definition_fingerprint"],
+                    "pinned_raw": True,
+                }
                 created.append(
                     McpTool(server=locked, tool_name=tool.tool_name, enabled=False, **fresh, **pin)
                 )
                 continue
-            parts = _pin(row, definition, fresh)
+            parts = _pin(row, tool, fresh)
             if parts:
                 reviews.append(ChangedDefinition(row.tool_name, parts))
                 fresh.update(enabled=False, disabled_reason=DEFINITION_CHANGED, disabled_at=now)
@@ -398,25 +444,45 @@ def _reconcile(
     return report
 
 
-def _pin(row: McpTool, definition: dict[str, Any], fresh: dict[str, Any]) -> tuple[str, ...]:
-    """Decide ``row``'s pin for the imported ``definition``; the changed parts when it must be disabled.
+def _pin(row: McpTool, tool: _Accepted, fresh: dict[str, Any]) -> tuple[str, ...]:
+    """Decide ``row``'s pin for the imported ``tool``; the changed parts when it must be disabled.
 
     An enabled tool keeps the definition an operator enabled: a different one disables it. One
     awaiting review keeps the pin it was enabled with, so its page shows everything since. Any
-    other disabled tool simply follows its server.
+    other disabled tool simply follows its server. A pin is compared with what the server sent;
+    one made under the first schema rule, with what that rule makes of it (``first_rule``).
     """
     if row.enabled:
-        # A row from before pinning has no pin yet: what it stored stands in for one; the parts it
-        # did not store then (title, output schema) are taken as they come, not held against it.
-        pinned = row.pinned_definition if row.pinned_fingerprint else {**definition, **_stored_then(row)}
-        parts = changed_parts(pinned, definition)
+        pinned, now = _comparable(row, tool)
+        parts = changed_parts(pinned, now)
         if parts:
             fresh.update(pinned_definition=pinned, pinned_fingerprint=fingerprint(pinned))
             return parts
     elif row.awaiting_review:
         return ()
-    fresh.update(pinned_definition=definition, pinned_fingerprint=fresh["definition_fingerprint"])
+    fresh.update(
+        pinned_definition=tool.raw, pinned_fingerprint=fresh["definition_fingerprint"], pinned_raw=True
+    )
     return ()
+
+
+def _comparable(row: McpTool, tool: _Accepted) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The row's pin, and the imported definition in the same terms."""
+    if row.pinned_raw and row.pinned_fingerprint:
+        return row.pinned_definition, tool.raw
+    then = tool.first_rule_definition
+    # A row from before pinning has no pin yet: what it stored stands in for one; the parts it
+    # did not store then (title, output schema) are taken as they come, not held against it.
+    return (row.pinned_definition if row.pinned_fingerprint else {**then, **_stored_then(row)}), then
+
+
+def review(row: McpTool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The definition an operator enabled and the current one, comparable part by part (admin)."""
+    if row.pinned_raw or not row.raw_definition:
+        return row.pinned_definition, row.raw_definition or row.definition
+    # Pinned under the first rule: the server's current definition as that rule saw it.
+    raw = row.raw_definition
+    return row.pinned_definition, {**row.definition, "inputSchema": first_rule(raw.get("inputSchema"))}
 
 
 def _stored_then(row: McpTool) -> dict[str, Any]:
@@ -510,6 +576,7 @@ _ACCEPTED_FIELDS = [
     "enabled",
     "pinned_definition",
     "pinned_fingerprint",
+    "pinned_raw",
     "disabled_reason",
     "disabled_at",
     "updated",
@@ -518,8 +585,10 @@ _ACCEPTED_FIELDS = [
 
 def _accept(row: McpTool) -> None:
     row.enabled = True
-    row.pinned_definition = row.definition
-    row.pinned_fingerprint = row.definition_fingerprint or fingerprint(row.definition)
+    # A row no import has stored a raw definition for yet (from before 0007) pins what it stored.
+    row.pinned_raw = bool(row.raw_definition)
+    row.pinned_definition = row.raw_definition or row.definition
+    row.pinned_fingerprint = row.definition_fingerprint or fingerprint(row.pinned_definition)
     row.definition_fingerprint = row.pinned_fingerprint
     row.disabled_reason = ""
     row.disabled_at = None

@@ -282,6 +282,12 @@ class McpTool(models.Model):
     definition_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
     pinned_definition = models.JSONField(default=dict, blank=True, editable=False)
     pinned_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+    # What the server sent, each part as sent (or its digest, when too large or unstorable): pins
+    # and fingerprints are of this, so a change in how this package normalises is never taken
+    # for a change by the server. False: the pin was made under the first schema rule (before
+    # migration 0007) and holds what that rule kept (catalogue._pin recognises it).
+    raw_definition = models.JSONField(default=dict, blank=True, editable=False)
+    pinned_raw = models.BooleanField(default=True, editable=False)
     # Set by an import that disabled the tool (DEFINITION_CHANGED); cleared by enabling it.
     disabled_reason = models.CharField(max_length=100, blank=True, editable=False)
     disabled_at = models.DateTimeField(null=True, blank=True, editable=False)

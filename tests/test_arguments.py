@@ -119,3 +119,75 @@ def test_the_form_starts_from_the_template_in_a_box_sized_to_the_schema():
     )
     wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(40)}}
     assert TryToolForm(schema=wide).fields["arguments"].widget.attrs["rows"] == TryToolForm.MAX_ROWS
+
+
+def test_a_check_that_outruns_its_budget_refuses_the_call():
+    """The budget is one for the whole check, read from the clock given: once spent, the next
+    pattern is not matched and the call is refused as not shown valid."""
+    ticks = iter([0.0, 5.0])
+    schema = {"type": "object", "properties": {"text": {"type": "string", "pattern": "^a"}}}
+    problems = argument_problems(schema, {"text": "a"}, seconds=1.0, clock=lambda: next(ticks))
+    assert problems == [
+        "the arguments could not be checked against the input schema within 1 s "
+        "(a pattern took too long to match); the call was not sent"
+    ]
+
+
+def test_a_catastrophic_pattern_is_cut_at_the_budget():
+    """(x+x+)+y on 5000 x's would run for ages under re; it ends near the budget (generous bound)."""
+    import time
+
+    schema = {"type": "object", "properties": {"text": {"type": "string", "pattern": "(x+x+)+y"}}}
+    started = time.monotonic()
+    problems = argument_problems(schema, {"text": "x" * 5000}, seconds=0.3)
+    assert "could not be checked" in problems[0]
+    assert time.monotonic() - started < 5
+
+
+def test_patterns_and_reliable_formats_are_checked_and_others_left_to_the_server():
+    """pattern is checked; date, email, ipv4, ipv6 and uuid are; a format the validator cannot
+    judge from the text alone (uri, date-time) is left to the server."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "ref": {"type": "string", "pattern": "^e[0-9]+$"},
+            "day": {"type": "string", "format": "date"},
+            "id": {"type": "string", "format": "uuid"},
+            "link": {"type": "string", "format": "uri"},
+        },
+    }
+    problems = argument_problems(schema, {"ref": "x1", "day": "2026-13-45", "id": "nope", "link": "::"})
+    assert problems == [
+        "day: '2026-13-45' is not a 'date'",
+        "id: 'nope' is not a 'uuid'",
+        "ref: 'x1' does not match '^e[0-9]+$'",
+    ]
+
+
+def test_a_problem_quoting_a_huge_value_is_clipped():
+    """A message quotes the value; a model-sized value is clipped to PROBLEM_CHARS."""
+    from nr_llm.arguments import PROBLEM_CHARS
+
+    schema = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 3}}}
+    (problem,) = argument_problems(schema, {"text": "y" * 100_000})
+    assert len(problem) == PROBLEM_CHARS and problem.startswith("text: 'yyy")
+
+
+def test_a_null_is_read_as_not_given_only_where_the_server_would_refuse_it():
+    """Dropped: a null for an optional property that does not accept null, at any depth. Kept: a
+    null for a required property (a problem) and for one that accepts null."""
+    from nr_llm.arguments import checked_arguments
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string"},
+            "b": {"type": ["string", "null"]},
+            "c": {"type": "string"},
+            "items": {"type": "array", "items": {"type": "object", "properties": {"d": {"type": "integer"}}}},
+        },
+        "required": ["c"],
+    }
+    arguments, problems = checked_arguments(schema, {"a": None, "b": None, "c": None, "items": [{"d": None}]})
+    assert arguments == {"b": None, "c": None, "items": [{}]}
+    assert problems == ["c: None is not of type 'string'"]

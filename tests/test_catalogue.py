@@ -213,7 +213,7 @@ def test_a_skip_reason_carries_no_control_characters_from_remote_text():
 
 def test_new_tools_start_disabled_with_their_normalised_schema_and_annotations():
     """An import creates disabled rows; the stored schema is the normalised one."""
-    schema = {"type": "object", "title": "dropped", "properties": {"text": {"type": "string"}}}
+    schema = {"type": "object", "$comment": "dropped", "properties": {"text": {"type": "string"}}}
     server, report = _import(
         [tool("echo", schema, description="Echo it", annotations={"readOnlyHint": True})]
     )

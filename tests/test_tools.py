@@ -118,7 +118,7 @@ def test_anthropic_definitions_use_input_schema():
 
 def test_an_unknown_format_is_an_error():
     """Only the two documented formats exist."""
-    with pytest.raises(ValueError, match='"openai" or "anthropic"'):
+    with pytest.raises(ValueError, match="format must be one of 'openai', 'openai-responses', 'anthropic'"):
         tools.definitions("gemini")  # type: ignore[arg-type]
 
 
@@ -228,7 +228,7 @@ def test_execute_of_a_disabled_or_orphaned_tool_is_an_error_result_naming_the_se
     """The remote server is never asked; the result names the server."""
     _remote(**state)
     client = FakeClient()
-    result = tools.execute("mcp_demo_echo", {"text": "x"}, client=client)
+    result = tools.execute("mcp_demo_echo", {"city": "x"}, client=client)
     assert result.is_error and result.server == "demo"
     assert why in result.text and 'MCP server "Demo server"' in result.text
     assert client.endpoints == []
@@ -244,7 +244,7 @@ def test_a_transport_failure_is_an_error_result_naming_the_server():
     """McpTransportError never reaches the caller's loop."""
     _remote()
     error = McpTransportError("unreachable", "demo", "MCP server demo could not be reached")
-    result = tools.execute("mcp_demo_echo", {"text": "x"}, client=FakeClient(error=error))
+    result = tools.execute("mcp_demo_echo", {"city": "x"}, client=FakeClient(error=error))
     assert result == tools.ToolResult(
         "MCP server \"Demo server\" (demo) could not run 'echo': MCP server demo could not be reached",
         True,
@@ -263,7 +263,7 @@ def test_an_accepted_call_that_was_cut_off_tells_the_model_the_tool_may_have_run
         "connection broke during the answer. The tool may have run; the call is not sent again.",
         accepted=True,
     )
-    result = tools.execute("mcp_demo_echo", {"text": "x"}, client=FakeClient(error=error))
+    result = tools.execute("mcp_demo_echo", {"city": "x"}, client=FakeClient(error=error))
     assert result.is_error and result.server == "demo"
     assert result.text.startswith("MCP server \"Demo server\" (demo) may have run 'echo'")
     assert "check its effect before calling it again" in result.text and "could not run" not in result.text
@@ -279,7 +279,7 @@ def test_a_call_sent_and_never_answered_tells_the_model_the_tool_may_have_run():
         "MCP server 'demo' was sent the call of tool 'echo', but the connection closed before any "
         "answer. The tool may have run; the call is not sent again.",
     )
-    result = tools.execute("mcp_demo_echo", {"text": "x"}, client=FakeClient(error=error))
+    result = tools.execute("mcp_demo_echo", {"city": "x"}, client=FakeClient(error=error))
     assert result.is_error and "may have run 'echo'" in result.text and "could not run" not in result.text
 
 
@@ -289,7 +289,7 @@ def test_a_remote_call_goes_under_its_servers_budget_with_the_remote_name():
     tool.server.operation_timeout = 9
     tool.server.save()
     client = FakeClient()
-    result = tools.execute("mcp_demo_echo", {"text": "x"}, client=client)
+    result = tools.execute("mcp_demo_echo", {"city": "x"}, client=client)
     assert result == tools.ToolResult("echo ran", False, "demo")
     assert client.endpoints[0].budget_seconds == 9.0
 

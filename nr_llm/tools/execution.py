@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from django.utils import timezone
 
 from .. import credentials
+from ..arguments import checked_arguments, refusal_text
 from ..authorization import runtime as authorization
 from ..endpoints import endpoint_for, mcp_client
 from ..governance import ceiling as ceilings
@@ -175,6 +176,11 @@ def _execute(
     refusal = _refusal(row, ceiling)
     if refusal is not None:
         return _refused(trace, call, *refusal, wall)
+    # Checked against the server's own schema before anything is sent (or held for approval).
+    arguments, problems = checked_arguments(row.input_schema, arguments)
+    if problems:
+        return _refused(trace, call, "invalid_arguments", refusal_text(name, problems), wall)
+    call = trace.call = dataclasses.replace(call, canonical=ledger.canonical_json(arguments))
     if server.requires_approval:
         return _hold(trace, call, wall)
     return _run_recorded(trace, call, lambda: _run_remote(trace, row, arguments, client), wall)

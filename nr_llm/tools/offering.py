@@ -17,10 +17,14 @@ from ..governance import ceiling as ceilings
 from ..mcp.schema import SchemaRefused, normalise_schema
 from ..models import McpTool
 from .registry import local_tool, local_tool_names, local_tools
+from .strict import NotStrict, strict_schema
 
 logger = logging.getLogger("nr_llm.tools")
 
-Format = Literal["openai", "anthropic"]
+#: "openai": Chat Completions' ``tools``; "openai-responses": the Responses API's flat function
+#: tools; "anthropic": the Messages API's ``tools`` (docs/catalogue.md, "Formats").
+Format = Literal["openai", "openai-responses", "anthropic"]
+FORMATS: tuple[Format, ...] = ("openai", "openai-responses", "anthropic")
 
 
 @dataclass(frozen=True)
@@ -92,22 +96,74 @@ def spec(name: str, *, data_class_ceiling: str | None = None) -> ToolSpec | None
     return None if row is None else _remote_spec(row)
 
 
-def definitions(format: Format = "openai", *, data_class_ceiling: str | None = None) -> list[dict[str, Any]]:
-    """The available tools as function-calling specs for the OpenAI or Anthropic API."""
-    if format == "openai":
-        return [
-            {
-                "type": "function",
-                "function": {"name": s.name, "description": s.description, "parameters": s.input_schema},
-            }
-            for s in available(data_class_ceiling=data_class_ceiling)
-        ]
-    if format == "anthropic":
-        return [
-            {"name": s.name, "description": s.description, "input_schema": s.input_schema}
-            for s in available(data_class_ceiling=data_class_ceiling)
-        ]
-    raise ValueError(f'format must be "openai" or "anthropic", not {format!r}')
+def definitions(
+    format: Format = "openai", *, data_class_ceiling: str | None = None, strict: bool = False
+) -> list[dict[str, Any]]:
+    """The available tools as function-calling specs in ``format``.
+
+    ``strict=True`` (OpenAI formats) offers each tool in strict mode where its schema can be
+    expressed in it, and the others non-strict, each with the reason logged.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(map(repr, FORMATS))}, not {format!r}")
+    if strict and format == "anthropic":
+        raise ValueError('strict=True is for the OpenAI formats ("openai", "openai-responses")')
+    offered: list[dict[str, Any]] = []
+    for s in available(data_class_ceiling=data_class_ceiling):
+        parameters, is_strict = _parameters(s, strict)
+        if format == "anthropic":
+            offered.append({"name": s.name, "description": s.description, "input_schema": parameters})
+        elif format == "openai-responses":
+            offered.append(
+                {
+                    "type": "function",
+                    "name": s.name,
+                    "description": s.description,
+                    "parameters": parameters,
+                    "strict": is_strict,
+                }
+            )
+        else:
+            function = {"name": s.name, "description": s.description, "parameters": parameters}
+            offered.append(
+                {"type": "function", "function": function | ({"strict": True} if is_strict else {})}
+            )
+    return offered
+
+
+def _parameters(spec: ToolSpec, strict: bool) -> tuple[dict[str, Any], bool]:
+    """The schema a model is offered, and whether it is in strict mode."""
+    schema = offered_schema(spec.input_schema)
+    if not strict:
+        return schema, False
+    try:
+        return strict_schema(schema), True
+    except NotStrict as exc:
+        logger.info("tool %s is offered non-strict: %s", spec.name, exc)
+        return schema, False
+
+
+def offered_schema(schema: Any) -> Any:
+    """``schema`` without ``x-mcp-header``: the transport's business, not the model's."""
+    if isinstance(schema, dict):
+        return {
+            key: (
+                {name: offered_schema(child) for name, child in value.items()}
+                if key == "properties" and isinstance(value, dict)
+                else offered_schema(value)
+                if key not in _DATA
+                else value
+            )
+            for key, value in schema.items()
+            if key != "x-mcp-header"
+        }
+    if isinstance(schema, list):
+        return [offered_schema(item) for item in schema]
+    return schema
+
+
+# Keywords holding data: a key "x-mcp-header" inside a default value is the server's data.
+_DATA = frozenset({"enum", "const", "default", "examples", "required", "type"})
 
 
 def _remote_spec(row: McpTool) -> ToolSpec | None:

@@ -1,0 +1,114 @@
+"""Upgrading past migration 0007: tools pinned under the first schema rule keep their pins.
+
+Rows are written at 0006 as an import before the upgrade wrote them (the first rule kept only
+type, description, properties, required, additionalProperties and the combinators), the schema
+migrates forward, and the real corpus server is imported again.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from nr_llm.catalogue import fingerprint, import_catalogue
+from nr_llm.models import DEFINITION_CHANGED, McpServer, McpTool, tool_definition
+from tests.peers import running
+from tests.schema_corpus import CORPUS
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
+
+BEFORE = [("nr_llm", "0006_tool_calls")]
+AFTER = [("nr_llm", "0007_tool_raw_definition")]
+_STR = {"type": "string"}
+#: What the first rule stored for the corpus's list_issues, written out by hand.
+FIRST_RULE_LIST_ISSUES = {
+    "type": "object",
+    "properties": {
+        "owner": {"type": "string", "description": "Repository owner"},
+        "repo": {"type": "string", "description": "Repository name"},
+        "state": _STR,
+        "labels": {"type": "array", "description": "Filter by labels"},
+        "sort": _STR,
+        "direction": _STR,
+        "since": _STR,
+        "page": {"type": "number"},
+        "perPage": {"type": "number"},
+    },
+    "required": ["owner", "repo"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with running([sys.executable, "-m", "tests.peers.schema_server"]) as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+def _migrate(targets: list[tuple[str, str]]) -> Any:
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return MigrationExecutor(connection).loader.project_state(targets).apps
+
+
+def _enabled_before_upgrade(url: str, description: str) -> None:
+    """An enabled list_issues row as an import and an operator before 0007 left it."""
+    apps = _migrate(BEFORE)
+    server = apps.get_model("nr_llm", "McpServer").objects.create(
+        identifier="corpus", name="Corpus", url=url, data_class="publicContent", enabled=True
+    )
+    pinned = tool_definition("", description, FIRST_RULE_LIST_ISSUES, {}, {})
+    apps.get_model("nr_llm", "McpTool").objects.create(
+        server=server,
+        tool_name="mcp_corpus_list_issues",
+        remote_name="list_issues",
+        description=description,
+        input_schema=FIRST_RULE_LIST_ISSUES,
+        enabled=True,
+        definition_fingerprint=fingerprint(pinned),
+        pinned_definition=pinned,
+        pinned_fingerprint=fingerprint(pinned),
+    )
+    _migrate(AFTER)
+
+
+def test_an_enabled_tool_pinned_under_the_first_rule_stays_enabled_when_its_server_did_not_change_it(
+    url, settings
+):
+    """After the upgrade the row is still offered; the re-import keeps it enabled, re-pins it on what
+    the server sent, and stores the schema with every keyword the new rule keeps."""
+    from nr_llm import tools
+
+    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+    _enabled_before_upgrade(url, "Corpus tool list_issues.")
+    row = McpTool.objects.get()
+    assert (row.pinned_raw, row.raw_definition) == (False, {})
+    assert "mcp_corpus_list_issues" in {d["name"] for d in tools.definitions("anthropic")}
+
+    report = import_catalogue(McpServer.objects.get())
+    assert report.ok and report.changed == ()
+    row.refresh_from_db()
+    assert (row.enabled, row.disabled_reason, row.pinned_raw) == (True, "", True)
+    assert row.pinned_fingerprint == row.definition_fingerprint
+    assert row.pinned_definition["inputSchema"] == CORPUS["list_issues"]
+    assert row.input_schema["properties"]["state"]["enum"] == ["open", "closed", "all"]
+    offered = {d["name"]: d["input_schema"] for d in tools.definitions("anthropic")}
+    assert offered["mcp_corpus_list_issues"]["properties"]["perPage"]["maximum"] == 100
+
+
+def test_an_enabled_tool_pinned_under_the_first_rule_is_disabled_when_its_server_changed_it(url, settings):
+    """A server that did change the tool since it was enabled still gets it disabled for review,
+    naming only the part that changed; the first-rule pin is kept for the operator to compare."""
+    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+    _enabled_before_upgrade(url, "An older description.")
+    report = import_catalogue(McpServer.objects.get())
+    assert [str(change) for change in report.changed] == ["mcp_corpus_list_issues (description)"]
+    row = McpTool.objects.get(tool_name="mcp_corpus_list_issues")
+    assert (row.enabled, row.disabled_reason, row.pinned_raw) == (False, DEFINITION_CHANGED, False)
+    assert row.pinned_definition["inputSchema"] == FIRST_RULE_LIST_ISSUES
