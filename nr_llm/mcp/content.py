@@ -99,7 +99,9 @@ def outcome_of(
     structured = _bounded_structured(result, shaping)
     is_error = result.get("isError") is True
     text = _text(blocks, structured, shaping.notes)
-    outcome = CallOutcome(text=text, is_error=is_error, content=tuple(blocks), structured=structured)
+    outcome = CallOutcome(
+        text=text, is_error=is_error, content=tuple(blocks), structured=structured, notes=tuple(shaping.notes)
+    )
     return conform(outcome, output_schema) if output_schema else outcome
 
 
@@ -117,6 +119,9 @@ def conform(outcome: CallOutcome, output_schema: dict[str, Any] | None) -> CallO
     mismatch = _mismatch(outcome.structured, output_schema)
     if not mismatch:
         return outcome
+    why = [note for note in outcome.notes if note.startswith("structured content")]
+    if outcome.structured is None and why:
+        mismatch = clean(f"{mismatch}: {why[0]}")
     text = f"the server's answer did not match its declared output schema: {mismatch}"
     # Nothing of an answer that broke its contract reaches a model but the reason.
     return dataclasses.replace(
@@ -305,7 +310,7 @@ def _deeper_than(value: Any, limit: int) -> bool:
 def _mismatch(structured: Any, schema: dict[str, Any]) -> str:
     """The first way ``structured`` misses ``schema``; "" when it conforms."""
     if structured is None:
-        return "it sent no structured content (or none that could be kept)"
+        return "it sent no structured content that could be kept"
     try:
         validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         validator_class.check_schema(schema)
