@@ -270,6 +270,7 @@ def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -
             era=ran.era,
             result_text=ran.result.text,
             now=wall(),
+            structured=ran.result.structured,
         )
     except LedgerUnavailable as exc:
         logger.error(

@@ -165,7 +165,8 @@ def test_non_conforming_structured_content_is_an_error_naming_the_first_mismatch
     )
     assert outcome.is_error and outcome.structured is None and outcome.content == ()
     assert outcome.text == (
-        "the server's answer did not match its declared output schema: at $.temperature: 'hot' is not of type 'number'"
+        "the server's answer did not match its declared output schema: "
+        "at $.temperature: 'hot' is not of type 'number'"
     )
 
 
