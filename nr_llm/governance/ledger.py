@@ -184,7 +184,7 @@ def preview(text: str, structured: dict[str, Any] | None = None) -> str:
     limit = conf.TOOL_CALL_PREVIEW_CHARS
     shown = json.dumps(structured, ensure_ascii=False, indent=2) if structured is not None else ""
     if shown and text.strip() == json.dumps(structured, ensure_ascii=False):
-        shown = ""  # the text is its mirror already
+        text = ""  # the text only mirrors it: kept once, the readable way
     if limit == 0 or not (text or shown):
         return ""
     if not shown:
@@ -192,7 +192,7 @@ def preview(text: str, structured: dict[str, Any] | None = None) -> str:
     room = limit - len(STRUCTURED_HEADING)
     if room < 2:
         return credentials.encrypt(_clip(text or shown, limit))
-    kept_text = _clip(text, max(room - len(shown), room // 2))
+    kept_text = _clip(text, max(room - len(shown), room // 2)) if text else ""
     return credentials.encrypt(kept_text + STRUCTURED_HEADING + _clip(shown, room - len(kept_text)))
 
 
