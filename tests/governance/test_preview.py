@@ -35,10 +35,7 @@ def test_both_stay_within_the_limit_and_the_text_takes_at_most_half(settings, li
     kept = _kept("x" * 1000, {"rows": list(range(200))})
     text, _, structured = kept.partition(ledger.STRUCTURED_HEADING)
     assert len(kept) <= limit
-    assert (
-        structured.startswith('{\n  "r')
-        and len(text) <= (limit - len(ledger.STRUCTURED_HEADING)) // 2 + 1
-    )
+    assert structured.startswith('{\n  "r') and len(text) <= (limit - len(ledger.STRUCTURED_HEADING)) // 2 + 1
 
 
 def test_a_limit_of_zero_keeps_nothing(settings) -> None:
