@@ -4,15 +4,14 @@ published request types (the ``openai`` and ``anthropic`` packages' typed dicts)
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 from anthropic.types import MessageParam
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolMessageParam
 from openai.types.responses import ResponseInputItemParam
-from pydantic import TypeAdapter
 
 from nr_llm.tools import ToolResult, tool_messages
+from tests.provider_types import assert_conforms
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 IMAGE = {"type": "image", "data": PNG, "mimeType": "image/png"}
@@ -32,21 +31,6 @@ WAITING = ToolResult(
 DENIED = ToolResult("was denied by ann. It did not run and will not.", True, "demo", "denied")
 
 
-def _consumed(value: Any) -> Any:
-    """pydantic validates ``Iterable`` fields lazily: walking the value runs every check."""
-    if isinstance(value, dict):
-        return {key: _consumed(item) for key, item in value.items()}
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return [_consumed(item) for item in value]
-
-
-def _conforms(published: Any, value: Any) -> None:
-    """``value`` validates as the provider's type, and nothing of it is dropped (an unknown key
-    would be ignored by the typed dict, so the validated value must equal the input)."""
-    assert _consumed(TypeAdapter(published).validate_python(value)) == value
-
-
 def test_openai_gives_one_tool_message_per_call_in_order() -> None:
     """Chat Completions: a role "tool" message per call with its tool_call_id, the text as content."""
     messages = tool_messages("openai", [("call_1", WEATHER), ("call_2", FAILED)])
@@ -55,7 +39,7 @@ def test_openai_gives_one_tool_message_per_call_in_order() -> None:
         {"role": "tool", "tool_call_id": "call_2", "content": FAILED.text},
     ]
     for message in messages:
-        _conforms(ChatCompletionToolMessageParam, message)
+        assert_conforms(ChatCompletionToolMessageParam, message)
 
 
 def test_openai_images_follow_in_one_user_message_naming_their_call() -> None:
@@ -72,7 +56,7 @@ def test_openai_images_follow_in_one_user_message_naming_their_call() -> None:
         {"type": "image_url", "image_url": {"url": url}},
     ]
     for message in messages:
-        _conforms(ChatCompletionMessageParam, message)
+        assert_conforms(ChatCompletionMessageParam, message)
 
 
 def test_openai_responses_gives_function_call_output_items_with_input_images() -> None:
@@ -85,7 +69,7 @@ def test_openai_responses_gives_function_call_output_items_with_input_images() -
         {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
     ]
     for item in items:
-        _conforms(ResponseInputItemParam, item)
+        assert_conforms(ResponseInputItemParam, item)
 
 
 def test_anthropic_gives_one_user_message_of_tool_results_in_order() -> None:
@@ -99,7 +83,7 @@ def test_anthropic_gives_one_user_message_of_tool_results_in_order() -> None:
         {"type": "text", "text": PICTURE.text},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
     ]
-    _conforms(MessageParam, message)
+    assert_conforms(MessageParam, message)
 
 
 @pytest.mark.parametrize("result", [WAITING, DENIED], ids=["awaiting_approval", "denied"])
@@ -112,7 +96,7 @@ def test_a_call_that_did_not_run_still_gets_its_result(result: ToolResult) -> No
     assert item["output"] == result.text
     (message,) = tool_messages("anthropic", [("toolu_1", result)])
     assert message["content"][0]["is_error"] is True
-    _conforms(MessageParam, message)
+    assert_conforms(MessageParam, message)
 
 
 def test_an_image_of_a_type_the_providers_refuse_is_not_sent() -> None:
@@ -131,7 +115,7 @@ def test_an_empty_result_says_so() -> None:
     """Anthropic refuses an empty text block: an empty answer is said in words."""
     (message,) = tool_messages("anthropic", [("c", ToolResult("", False))])
     assert message["content"][0]["content"] == [{"type": "text", "text": "(the tool returned no content)"}]
-    _conforms(MessageParam, message)
+    assert_conforms(MessageParam, message)
 
 
 def test_an_unknown_format_is_a_value_error() -> None:
