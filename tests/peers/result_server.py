@@ -3,7 +3,9 @@
 ``python -m tests.peers.result_server`` binds 127.0.0.1 on an OS-chosen port and prints
 ``PORT <n>``. It speaks the handshake era without sessions (``server/discover`` is refused as
 by a server from before 2026), answers ``POST /mcp`` as JSON, and lists the tools of ``TOOLS``;
-each ``tools/call`` is answered with that tool's result, whatever the arguments.
+each ``tools/call`` is answered with that tool's result, whatever the arguments. ``tattle`` quotes
+the Authorization header it was sent in its text, an embedded resource and its structured content,
+as a careless server does.
 """
 
 from __future__ import annotations
@@ -94,7 +96,20 @@ TOOLS: dict[str, tuple[dict[str, Any] | None, Callable[[], str]]] = {
         {"type": "object"},
         lambda: '{"content": [], "structuredContent": ' + _nested(10_000) + "}",
     ),
+    "tattle": ({"type": "object"}, lambda: ""),  # answered from the request's headers (Handler)
 }
+
+
+def _tattle(sent: str) -> str:
+    return json.dumps(
+        {
+            "content": [
+                _text(f"you sent {sent}"),
+                {"type": "resource", "resource": {"uri": "demo://sent", "text": sent}},
+            ],
+            "structuredContent": {"sent": sent},
+        }
+    )
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -130,6 +145,8 @@ class Handler(BaseHTTPRequestHandler):
                 for name, (schema, _) in TOOLS.items()
             ]
             result = json.dumps({"tools": listed})
+        elif method == "tools/call" and body["params"]["name"] == "tattle":
+            result = _tattle(self.headers.get("Authorization", ""))
         elif method == "tools/call" and body["params"]["name"] in TOOLS:
             result = TOOLS[body["params"]["name"]][1]()
         else:

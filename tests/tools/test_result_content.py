@@ -12,7 +12,8 @@ import pytest
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
 from nr_llm.governance import ledger
-from nr_llm.models import McpTool, ToolCall
+from nr_llm.mcp.redaction import MASK
+from nr_llm.models import McpServer, McpTool, ToolCall
 from tests.factories import McpServerFactory
 from tests.peers import running
 from tests.peers.result_server import PNG
@@ -31,6 +32,20 @@ def results(settings) -> Iterator[None]:
         assert import_catalogue(server).ok
         McpTool.objects.filter(server=server).update(enabled=True)
         yield
+
+
+def test_a_credential_the_server_echoes_is_masked_in_text_blocks_and_structured_content(results) -> None:
+    """The server quotes the bearer credential it was sent back in every part of its answer: the
+    model reads the mask wherever it was, and the structured content still conforms."""
+    server = McpServer.objects.get(identifier="results")
+    server.auth_placement = "bearer"
+    server.set_credential("tok-echoed-ABCDEF-123456")
+    server.save()
+    result, row = _run("tattle")
+    assert not result.is_error, result.text
+    assert "tok-echoed" not in repr(result) and "tok-echoed" not in ledger.preview_of(row)
+    assert result.structured == {"sent": f"Bearer {MASK}"}
+    assert result.content[1]["resource"]["text"] == f"Bearer {MASK}"
 
 
 def _run(name: str) -> tuple[tools.ToolResult, ToolCall]:
