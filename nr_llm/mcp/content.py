@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -199,7 +200,8 @@ def _mime(value: object, kinds: tuple[str, ...]) -> str:
 
 
 def _base64(value: object, shaping: _Shaping, what: str) -> tuple[str, int]:
-    """(the payload as canonical base64, its decoded size), or dropped."""
+    """(the payload, its decoded size), or dropped. Strict decoding admits only the base64
+    alphabet and correct padding, so the payload is passed on as sent, never re-encoded."""
     if not isinstance(value, str):
         raise _Dropped("its data is not a base64 string")
     # Sized before decoding: 50 MB of base64 is refused without decoding a byte of it.
@@ -215,7 +217,7 @@ def _base64(value: object, shaping: _Shaping, what: str) -> tuple[str, int]:
     if not raw:
         raise _Dropped("its data is empty")
     shaping.spend(len(raw), what)
-    return base64.b64encode(raw).decode("ascii"), len(raw)
+    return value, len(raw)
 
 
 def _binary(block: dict[str, Any], kind: str, shaping: _Shaping) -> Block:
@@ -307,15 +309,24 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    """A validator per schema, built once: checking the schema against its metaschema costs
+    fifty times the check of a typical answer (bench/result_content.py)."""
+    schema = json.loads(schema_json)
+    validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
+
+
 def _mismatch(structured: Any, schema: dict[str, Any]) -> str:
     """The first way ``structured`` misses ``schema``; "" when it conforms."""
     if structured is None:
         return "it sent no structured content that could be kept"
     try:
-        validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        validator_class.check_schema(schema)
+        validator = _validator(json.dumps(schema, sort_keys=True))
         # Lazy: the walk stops at the first error, so a long list of failures costs one.
-        error = next(iter(validator_class(schema).iter_errors(structured)), None)
+        error = next(iter(validator.iter_errors(structured)), None)
     except (SchemaError, referencing.exceptions.Unresolvable) as exc:
         return f"its output schema cannot be used to check it ({clean(type(exc).__name__, NAME_LIMIT)})"
     except RecursionError:
