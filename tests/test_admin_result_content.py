@@ -65,7 +65,7 @@ def test_hostile_blocks_never_reach_the_page_as_markup(admin_client, peers) -> N
     images = re.findall(r"<img [^>]*>", result)
     assert images == [
         f'<img src="data:image/png;base64,{PNG}" alt="image 1 of the answer" width="160" height="160" '
-        'style="object-fit: contain; border: 1px solid var(--hairline-color)">'
+        'style="object-fit: contain; border: 1px solid var(--hairline-color); margin: 0 10px 10px">'
     ]
     assert "onerror=" not in result.replace("onerror=&quot;", "")
     assert 'href="javascript' not in result and "svg+xml;base64" not in result
