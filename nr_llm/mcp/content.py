@@ -113,9 +113,7 @@ def conform(outcome: CallOutcome, output_schema: dict[str, Any] | None) -> CallO
     outcome naming the first mismatch. Not declared: structured content is not kept (a model's
     code was promised no shape). An ``isError`` answer stays the server's error, untouched.
     """
-    if outcome.is_error:
-        return dataclasses.replace(outcome, structured=None)
-    if not output_schema:
+    if outcome.is_error or not output_schema:
         return dataclasses.replace(outcome, structured=None)
     mismatch = _mismatch(outcome.structured, output_schema)
     if not mismatch:
