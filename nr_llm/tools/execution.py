@@ -346,6 +346,7 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
             text, is_error, server.identifier, content=outcome.content, structured=outcome.structured
         )
         return _Ran(result, kind, era)
+    # A failure's text may quote the secret too (a server's error message).
     return _Ran(ToolResult(redact(text, endpoint.credential), is_error, server.identifier), kind, era)
 
 
