@@ -249,6 +249,25 @@ def check_completion_middleware_is_last(**kwargs: Any) -> list[CheckMessage]:
     return []
 
 
+def check_tool_result_limits(**kwargs: Any) -> list[CheckMessage]:
+    """The caps on a tool's answer (nr_llm/mcp/content.py): whole numbers of bytes above 0."""
+    errors: list[CheckMessage] = []
+    for name, check_id in (
+        ("NR_LLM_TOOL_RESULT_BLOCK_BYTES", "nr_llm.E050"),
+        ("NR_LLM_TOOL_RESULT_TOTAL_BYTES", "nr_llm.E051"),
+    ):
+        raw = _given(name)
+        if raw is not _MISSING and (not isinstance(raw, int) or isinstance(raw, bool) or raw <= 0):
+            errors.append(
+                Error(
+                    f"{name} must be a whole number of bytes above 0, not {raw!r}.",
+                    hint="Remove it for the default (1 MiB per block, 2 MiB per answer).",
+                    id=check_id,
+                )
+            )
+    return errors
+
+
 def register() -> None:
     for check in (
         check_operation_timeout,
@@ -262,5 +281,6 @@ def register() -> None:
         check_ca_bundle,
         check_completion_middleware_is_last,
         check_telemetry,
+        check_tool_result_limits,
     ):
         register_check(check, "nr_llm")

@@ -12,6 +12,8 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
+from .mcp.content import DEFAULT_BLOCK_BYTES, DEFAULT_TOTAL_BYTES, ContentLimits
+
 # The protocol client's own default (it runs without Django too): below gunicorn's 2 s
 # keep-alive, uvicorn's 5 s and nginx's 75 s (nr_llm/mcp/pool.py says why).
 from .mcp.pool import DEFAULT_KEEPALIVE_SECONDS
@@ -46,6 +48,10 @@ def parse_timeout(raw: object) -> float | None:
     if not math.isfinite(value) or value <= 0:
         return None
     return value
+
+
+def _positive_int(raw: object) -> int | None:
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else None
 
 
 def parse_lifetime(raw: object) -> float | None:
@@ -120,6 +126,13 @@ class Settings:
         if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
             return raw
         return DEFAULT_TOOL_CALL_PREVIEW_CHARS
+
+    @property
+    def TOOL_RESULT_LIMITS(self) -> ContentLimits:
+        """The caps on a tool's answer: per block, and for the whole answer (nr_llm/mcp/content.py)."""
+        block = _positive_int(getattr(django_settings, "NR_LLM_TOOL_RESULT_BLOCK_BYTES", None))
+        total = _positive_int(getattr(django_settings, "NR_LLM_TOOL_RESULT_TOTAL_BYTES", None))
+        return ContentLimits(block or DEFAULT_BLOCK_BYTES, total or DEFAULT_TOTAL_BYTES)
 
     @property
     def APPROVAL_EXPIRY_SECONDS(self) -> float:

@@ -46,6 +46,7 @@ def mcp_client() -> McpClient:
         health=HealthRecorder(),
         era_cache_seconds=conf.MCP_ERA_CACHE_SECONDS,
         keepalive_seconds=conf.MCP_KEEPALIVE_SECONDS,
+        result_limits=conf.TOOL_RESULT_LIMITS,
     )
 
 

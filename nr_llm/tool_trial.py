@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .mcp.content import data_url, json_text
 from .models import McpTool
 from .tools import execute
 
@@ -21,6 +22,10 @@ class TrialReport:
     #: "awaiting_approval" when the server requires approval: nothing ran (see ``call_id``).
     status: str = "succeeded"
     call_id: uuid.UUID | None = None
+    #: The answer's images as data URLs (image MIME types only: content.py kept no other).
+    images: tuple[str, ...] = ()
+    #: The structured content, pretty-printed; "" when there is none.
+    structured: str = ""
 
 
 def try_tool(
@@ -40,4 +45,6 @@ def try_tool(
         budget_seconds=tool.server.budget_seconds,
         status=result.status,
         call_id=result.call_id,
+        images=tuple(data_url(block) for block in result.images if block["mimeType"].startswith("image/")),
+        structured=json_text(result.structured, indent=2) if result.structured is not None else "",
     )

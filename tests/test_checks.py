@@ -38,6 +38,10 @@ BAD_VALUES = [
     ("NR_LLM_MCP_CA_BUNDLE", ["/etc/ssl/ca.pem"], "nr_llm.E007"),
     ("NR_LLM_OTEL_CAPTURE_CONTENT", "public", "nr_llm.E040"),
     ("NR_LLM_OTEL_CAPTURE_CONTENT", True, "nr_llm.E040"),
+    ("NR_LLM_TOOL_RESULT_BLOCK_BYTES", 0, "nr_llm.E050"),
+    ("NR_LLM_TOOL_RESULT_BLOCK_BYTES", "1MB", "nr_llm.E050"),
+    ("NR_LLM_TOOL_RESULT_TOTAL_BYTES", -1, "nr_llm.E051"),
+    ("NR_LLM_TOOL_RESULT_TOTAL_BYTES", True, "nr_llm.E051"),
 ]
 
 

@@ -40,7 +40,7 @@ def test_definitions_offer_the_imported_tools_with_their_origin(server):
 def test_execute_calls_the_remote_tool_and_returns_its_text(server):
     """A remote call answers with the tool's text, naming the server; the contact is recorded."""
     result = tools.execute("mcp_demo_echo", {"text": "hi there"})
-    assert result == tools.ToolResult("hi there", False, "demo")
+    assert (result.text, result.is_error, result.server) == ("hi there", False, "demo")
     server.refresh_from_db()
     assert server.last_contact is not None
 
@@ -53,11 +53,35 @@ def test_an_is_error_answer_is_an_error_result_naming_the_server(server):
     assert "no stock" in result.text
 
 
-def test_a_non_text_block_is_noted_ahead_of_the_text(server):
-    """The pixel tool's image block is named in a note that leads the text."""
+def test_an_image_block_is_kept_and_named_in_the_text(server):
+    """The pixel tool's image block is kept in MCP shape and named, in order, in the text."""
     result = tools.execute("mcp_demo_pixel", {})
     assert not result.is_error
-    assert "image" in result.text.split("a single pixel")[0]
+    assert result.text == "a single pixel\n[image: image/png, 70 bytes]"
+    assert [block["mimeType"] for block in result.images] == ["image/png"]
+
+
+def test_a_typed_return_gives_structured_content_checked_against_its_output_schema(server):
+    """The SDK turns ``add(a, b) -> float`` into an outputSchema and structuredContent: the
+    result's ``structured`` is the conforming value, the text the server's own."""
+    tool = McpTool.objects.get(tool_name="mcp_demo_add")
+    assert tool.output_schema["properties"]["result"]["type"] == "number"
+    result = tools.execute("mcp_demo_add", {"a": 2, "b": 3})
+    assert (result.is_error, result.structured, result.text) == (False, {"result": 5.0}, "5.0")
+
+
+def test_a_stored_schema_the_answer_misses_makes_an_invalid_result(server):
+    """The answer is checked against the schema the operator enabled: were it stricter than the
+    server's answer, the call is an error naming the mismatch (its ledger kind: test_result_content.py)."""
+    McpTool.objects.filter(tool_name="mcp_demo_add").update(
+        output_schema={
+            "type": "object",
+            "properties": {"result": {"type": "integer"}},
+            "required": ["result"],
+        }
+    )
+    result = tools.execute("mcp_demo_add", {"a": 2, "b": 0.5})
+    assert result.is_error and "at $.result: 2.5 is not of type 'integer'" in result.text
 
 
 def test_a_call_that_outlives_its_servers_budget_is_an_error_result_in_time(server):
@@ -123,5 +147,5 @@ class DeletingCaller:
 def test_a_server_deleted_during_the_call_still_returns_the_answer(server):
     """The answer is returned; stamping contact on a row that is gone is not an error."""
     result = tools.execute("mcp_demo_echo", {"text": "still here"}, client=DeletingCaller())
-    assert result == tools.ToolResult("still here", False, "demo")
+    assert (result.text, result.is_error, result.server) == ("still here", False, "demo")
     assert not McpServer.objects.filter(pk=server.pk).exists()

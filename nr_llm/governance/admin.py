@@ -276,7 +276,14 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
             kept = ledger.preview_of(obj)
         except CredentialUnavailable as exc:
             return f"cannot be shown: {exc}"
-        return format_html("<pre>{}</pre>", kept) if kept else "none kept"
+        if not kept:
+            return "none kept"
+        # The structured content is kept pretty-printed after the text (ledger.preview).
+        text, _, structured = kept.partition(ledger.STRUCTURED_HEADING)
+        if not structured:
+            return format_html("<pre>{}</pre>", kept)
+        shown = format_html('<p>structured content:</p><pre class="nr-llm-structured">{}</pre>', structured)
+        return format_html("<pre>{}</pre>{}", text, shown) if text else shown
 
     @admin.display(description="answer (kept start)")
     def result_hidden(self, obj: ToolCall) -> str:

@@ -152,6 +152,7 @@ def finish(
     era: str,
     result_text: str,
     now: datetime,
+    structured: dict[str, Any] | None = None,
 ) -> None:
     """Record the outcome of a running call (one query)."""
     status = ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED
@@ -161,7 +162,7 @@ def finish(
             error_kind=error_kind[:32],
             duration_ms=max(0, duration_ms),
             era=era[:16],
-            result_preview_ciphertext=preview(result_text),
+            result_preview_ciphertext=preview(result_text, structured),
             finished_at=now,
         )
     )
@@ -171,12 +172,32 @@ def expiry() -> timedelta:
     return timedelta(seconds=conf.APPROVAL_EXPIRY_SECONDS)
 
 
-def preview(text: str) -> str:
-    """The kept start of an answer, encrypted: it may hold what the arguments asked for."""
+STRUCTURED_HEADING = "\n[structured content]\n"
+
+
+def preview(text: str, structured: dict[str, Any] | None = None) -> str:
+    """The kept start of an answer, encrypted: it may hold what the arguments asked for.
+
+    Structured content is kept after the text, pretty-printed, both within the limit (the text
+    gets at most half when both do not fit): an operator reads the shape the model's code got.
+    """
     limit = conf.TOOL_CALL_PREVIEW_CHARS
-    if limit == 0 or not text:
+    shown = json.dumps(structured, ensure_ascii=False, indent=2) if structured is not None else ""
+    if shown and text.strip() == json.dumps(structured, ensure_ascii=False):
+        text = ""  # the text only mirrors it: kept once, the readable way
+    if limit == 0 or not (text or shown):
         return ""
-    return credentials.encrypt(text if len(text) <= limit else text[: limit - 1] + "…")
+    if not shown:
+        return credentials.encrypt(_clip(text, limit))
+    room = limit - len(STRUCTURED_HEADING)
+    if room < 2:
+        return credentials.encrypt(_clip(text or shown, limit))
+    kept_text = _clip(text, max(room - len(shown), room // 2)) if text else ""
+    return credentials.encrypt(kept_text + STRUCTURED_HEADING + _clip(shown, room - len(kept_text)))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"[: max(0, limit)]
 
 
 def arguments_of(call: ToolCall) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from . import modern, resend
-from .content import outcome_of
+from .content import DEFAULT_LIMITS, ContentLimits, masked, outcome_of
 from .deadline import Clock, MonotonicClock, OperationDeadline
 from .endpoint import Endpoint
 from .eras import DEFAULT_ERA_CACHE_SECONDS, EraCache, cache_key, lifetime_seconds, process_cache
@@ -104,13 +104,16 @@ class McpClient:
         resolver: Resolver | None = None,
         ca_bundle: str | os.PathLike[str] | None = None,
         keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
+        result_limits: ContentLimits = DEFAULT_LIMITS,
     ) -> None:
         """``resolver`` maps a host name and port to the addresses to dial (the system's
         ``getaddrinfo`` by default; tests map names to loopback), for MCP and OAuth legs alike.
         ``ca_bundle`` is a PEM file of the authorities to trust instead of the certificates
         ``requests`` ships (certifi); the environment's REQUESTS_CA_BUNDLE is never read.
         ``keepalive_seconds``: how long a connection may idle in the process's pool before a
-        later leg to the same origin reuses it (pool.py); 0 gives every leg a new connection."""
+        later leg to the same origin reuses it (pool.py); 0 gives every leg a new connection.
+        ``result_limits``: the caps on a tool's answer (content.py)."""
+        self.result_limits = result_limits
         self.allow_private_networks = allow_private_networks
         self.keepalive_seconds = keepalive_seconds
         self.resolver = resolver
@@ -195,6 +198,7 @@ class McpClient:
         arguments: dict[str, Any] | None = None,
         *,
         input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
         responder: InputResponder | None = None,
     ) -> CallOutcome:
         """Call one tool; ``isError`` is a failed outcome, a broken conversation an exception.
@@ -203,6 +207,7 @@ class McpClient:
         ``x-mcp-header`` properties become ``Mcp-Param-*`` headers, and a schema with an
         invalid one is refused (``invalid_tool``) before anything is sent. ``responder``
         answers a 2026 server's input requests; without one they are ``input_required``.
+        ``output_schema``, the tool's listed one, is what its structured content is checked against.
         """
         arguments = arguments or {}
         # Checked before any leg, whatever the era: a tool the specification says clients
@@ -213,10 +218,11 @@ class McpClient:
             result, latency_ms = conversation.request(
                 "tools/call", {"name": name, "arguments": arguments}, headers
             )
-            outcome = outcome_of(result, endpoint.identifier)
+            outcome = outcome_of(result, endpoint.identifier, output_schema, self.result_limits)
             # A server echoing the OAuth access token it was sent must not hand it to a model.
-            text = redact(outcome.text, conversation.transport.sent_bearer)
-            return dataclasses.replace(outcome, text=text, era=conversation.era), latency_ms
+            bearer = conversation.transport.sent_bearer
+            outcome = masked(outcome, lambda text: redact(text, bearer))
+            return dataclasses.replace(outcome, era=conversation.era), latency_ms
 
         return self._operate(endpoint, call, responder=responder)
 

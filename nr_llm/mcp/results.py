@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import ErrorKind, McpTransportError
 
@@ -28,9 +28,24 @@ class ConnectionReport:
         return self.failure.kind if self.failure is not None else ""
 
 
+#: A content block in MCP shape (``text``, ``image``, ``audio``, ``resource_link``, ``resource``),
+#: rebuilt from the fields MCP defines, cleaned and capped (content.py).
+Block = dict[str, Any]
+
+
 @dataclass(frozen=True)
 class CallOutcome:
+    """A tool's answer: ``text`` for a text reader, ``content`` as the server's blocks (kept and
+    cleaned), ``structured`` its structured content (checked against the tool's output schema
+    when one was given: content.conform), ``mismatch`` the first way it missed that schema,
+    ``notes`` what was dropped."""
+
     text: str
     is_error: bool
     # The era the answer came in ("modern" or "handshake"), for the ledger; "" when not known.
     era: str = ""
+    content: tuple[Block, ...] = ()
+    structured: dict[str, Any] | None = None
+    mismatch: str = ""
+    #: What was not passed on, and why (they also lead ``text``).
+    notes: tuple[str, ...] = ()

@@ -5,6 +5,8 @@
 - ``execute(name, arguments, actor=..., data_class_ceiling=...)`` runs one and returns a
   ``ToolResult`` whose ``status`` the loop branches on (``awaiting_approval`` when the
   server requires an operator's approval first);
+- ``tool_messages(format, [(call_id, result), ...])`` turns a turn's results into the messages
+  the provider takes for the model's next turn (OpenAI Chat Completions or Responses, Anthropic);
 - ``approve`` / ``deny`` record an operator's decision, ``resume(call_id)`` runs an approved
   call exactly once.
 
@@ -15,6 +17,7 @@ carries on (seed 000). Every ``execute`` leaves a row in the tool-call ledger
 
 from ..governance.decisions import Decision, DecisionRefused, approve, deny
 from .execution import ToolCaller, execute, resume
+from .messages import MessageFormat, tool_messages
 from .offering import Format, ToolSpec, available, definitions, spec
 from .registry import LocalTool, ToolFunction, local_tool_names, register, unregister
 from .results import ToolResult, ToolStatus
@@ -24,6 +27,7 @@ __all__ = [
     "DecisionRefused",
     "Format",
     "LocalTool",
+    "MessageFormat",
     "ToolCaller",
     "ToolFunction",
     "ToolResult",
@@ -38,5 +42,6 @@ __all__ = [
     "register",
     "resume",
     "spec",
+    "tool_messages",
     "unregister",
 ]

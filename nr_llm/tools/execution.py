@@ -33,7 +33,7 @@ from ..governance import decisions, ledger
 from ..governance.decisions import DecisionRefused
 from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp import CallOutcome, Endpoint, McpTransportError
+from ..mcp import CallOutcome, Endpoint, McpTransportError, content
 from ..mcp.redaction import redact
 from ..mcp.text import clean
 from ..models import DEFINITION_CHANGED, McpTool
@@ -295,6 +295,7 @@ def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -
             era=ran.era,
             result_text=ran.result.text,
             now=wall(),
+            structured=ran.result.structured,
         )
     except LedgerUnavailable as exc:
         logger.error(
@@ -357,10 +358,20 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
         else:
             text = f"{origin} could not run {row.remote_name!r}: {exc}"
     else:
+        # Checked against the schema the operator enabled, not one the server might send now.
+        outcome = content.conform(outcome, row.output_schema)
+        # A model must not read this installation's secret, even when a server echoes it.
+        outcome = content.masked(outcome, lambda text: redact(text, endpoint.credential))
         is_error, era = outcome.is_error, outcome.era
-        kind = "tool_error" if is_error else ""
+        kind = ("invalid_result" if outcome.mismatch else "tool_error") if is_error else ""
         text = f"{origin} reported an error: {outcome.text}" if is_error else outcome.text
-    # A model must not read this installation's secret, even when a server echoes it.
+        if outcome.mismatch:
+            text = f"{origin} ran {row.remote_name!r}, but {outcome.text}; do not rely on its answer"
+        result = ToolResult(
+            text, is_error, server.identifier, content=outcome.content, structured=outcome.structured
+        )
+        return _Ran(result, kind, era)
+    # A failure's text may quote the secret too (a server's error message).
     return _Ran(ToolResult(redact(text, endpoint.credential), is_error, server.identifier), kind, era)
 
 

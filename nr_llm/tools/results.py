@@ -1,10 +1,13 @@
-"""What ``execute`` and ``resume`` return: the text a model reads and the status a loop branches on."""
+"""What ``execute`` and ``resume`` return: the text a model reads, the server's content blocks and
+structured content as models take them (``tool_messages``), and the status a loop branches on."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+from ..mcp.results import Block
 
 #: ``awaiting_approval`` and ``running`` are neither success nor failure: the call has not
 #: (yet) run here; ``denied`` and ``expired`` never will.
@@ -21,6 +24,11 @@ class ToolResult:
     #: The ledger row (``ToolCall``) of this call; None when it could not be recorded.
     #: Out of equality: two results that say the same thing are equal.
     call_id: uuid.UUID | None = field(default=None, compare=False)
+    #: The answer's blocks in MCP shape (text, image, audio, resource_link, resource), cleaned
+    #: and capped; () for a local tool or a call that did not run.
+    content: tuple[Block, ...] = ()
+    #: The server's structuredContent, when the tool declares an outputSchema and it conforms.
+    structured: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # An error result built without a status (the historical three fields) is a failure.
@@ -30,3 +38,8 @@ class ToolResult:
     @property
     def awaiting_approval(self) -> bool:
         return self.status == "awaiting_approval"
+
+    @property
+    def images(self) -> tuple[Block, ...]:
+        """The image blocks of ``content``, in order."""
+        return tuple(block for block in self.content if block["type"] == "image")

@@ -65,9 +65,11 @@ def test_call_tool_returns_the_text(server_url: str) -> None:
 
 
 def test_call_tool_without_arguments_sends_an_object(server_url: str) -> None:
-    """A tool with defaults is callable with no arguments (sent as {}), and non-text blocks lead as a note."""
+    """A tool with defaults is callable with no arguments (sent as {}); its image block is kept and
+    named in order in the text."""
     outcome = McpClient(allow_private_networks=True).call_tool(_endpoint(server_url), "pixel")
-    assert outcome.text == "[non-text content not shown: 1 image]\na single pixel"
+    assert outcome.text == "a single pixel\n[image: image/png, 70 bytes]"
+    assert [block["type"] for block in outcome.content] == ["text", "image"]
     assert outcome.is_error is False
 
 

@@ -6,6 +6,7 @@ pins it to 127.0.0.1 on an OS-chosen port (it would otherwise listen on all inte
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.tools import ToolResult, tool_messages
 from tests.peers import ROOT, running
 
 pytestmark = pytest.mark.e2e
@@ -83,22 +85,59 @@ def test_echo_over_an_event_stream(endpoint: Endpoint) -> None:
     assert CLIENT.call_tool(endpoint, "echo", {"message": "hi"}).text == "Echo: hi"
 
 
-@pytest.mark.parametrize(
-    ("tool", "arguments", "note"),
-    [
-        ("get-tiny-image", {}, "[non-text content not shown: 1 image]"),
-        ("get-resource-links", {"count": 3}, "[non-text content not shown: 3 resource_link]"),
-        (
-            "get-resource-reference",
-            {"resourceType": "Text", "resourceId": 1},
-            "[non-text content not shown: 1 resource]",
-        ),
-    ],
-)
-def test_non_text_blocks_are_counted_in_a_leading_note(endpoint: Endpoint, tool, arguments, note) -> None:
-    """Images, resource links and embedded resources are named by protocol type ahead of the text."""
-    outcome = CLIENT.call_tool(endpoint, tool, arguments)
-    assert outcome.text.startswith(note + "\n") and not outcome.is_error
+def test_an_image_is_kept_in_mcp_shape_and_reaches_each_provider(endpoint: Endpoint) -> None:
+    """get-tiny-image's PNG is kept (valid base64, image/png), named in order in the text, and
+    becomes an image part in each provider's messages."""
+    outcome = CLIENT.call_tool(endpoint, "get-tiny-image", {})
+    (image,) = [block for block in outcome.content if block["type"] == "image"]
+    assert image["mimeType"] == "image/png" and base64.b64decode(image["data"]).startswith(b"\x89PNG")
+    assert "[image: image/png, " in outcome.text and not outcome.notes
+    result = ToolResult(outcome.text, outcome.is_error, "everything", content=outcome.content)
+    (message,) = tool_messages("anthropic", [("toolu_1", result)])
+    assert message["content"][0]["content"][1]["source"]["data"] == image["data"]
+    chat = tool_messages("openai", [("call_1", result)])
+    assert chat[1]["content"][1]["image_url"]["url"] == f"data:image/png;base64,{image['data']}"
+
+
+def test_resource_links_are_kept_with_their_uris(endpoint: Endpoint) -> None:
+    """get-resource-links' links are kept in MCP shape, each named in the text with its URI."""
+    outcome = CLIENT.call_tool(endpoint, "get-resource-links", {"count": 3})
+    links = [block for block in outcome.content if block["type"] == "resource_link"]
+    assert len(links) == 3 and all(link["uri"].startswith("demo://") for link in links)
+    assert all(f"<{link['uri']}>" in outcome.text for link in links)
+
+
+@pytest.mark.parametrize(("kind", "field"), [("Text", "text"), ("Blob", "blob")])
+def test_an_embedded_resource_is_kept_with_its_text_or_blob(endpoint: Endpoint, kind, field) -> None:
+    """get-resource-reference embeds a resource: a text one's text reaches the text reader, a
+    blob one is kept as base64 and named as not text."""
+    outcome = CLIENT.call_tool(endpoint, "get-resource-reference", {"resourceType": kind, "resourceId": 1})
+    (resource,) = [block["resource"] for block in outcome.content if block["type"] == "resource"]
+    assert field in resource and not outcome.is_error
+    if field == "text":
+        assert resource["text"] in outcome.text
+    else:
+        assert base64.b64decode(resource["blob"]).startswith(b"Resource 1")
+        assert "not text]" in outcome.text
+
+
+def test_structured_content_is_checked_against_the_listed_output_schema(endpoint: Endpoint) -> None:
+    """get-structured-content lists an outputSchema; its answer conforms and is kept."""
+    (listed,) = [tool for tool in CLIENT.list_tools(endpoint) if tool["name"] == "get-structured-content"]
+    outcome = CLIENT.call_tool(
+        endpoint, "get-structured-content", {"location": "Chicago"}, output_schema=listed["outputSchema"]
+    )
+    assert outcome.structured == {"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82}
+    assert not outcome.is_error
+
+
+def test_structured_content_that_misses_a_stricter_schema_is_an_error(endpoint: Endpoint) -> None:
+    """Against a schema the answer does not meet, the outcome is an error naming the mismatch."""
+    strict = {"type": "object", "properties": {"humidity": {"type": "string"}}}
+    outcome = CLIENT.call_tool(
+        endpoint, "get-structured-content", {"location": "Chicago"}, output_schema=strict
+    )
+    assert outcome.is_error and outcome.mismatch == "at $.humidity: 82 is not of type 'string'"
 
 
 def test_invalid_arguments_are_a_failed_outcome(endpoint: Endpoint) -> None:

@@ -9,6 +9,7 @@ import pytest
 import responses
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp.content import ContentLimits
 
 from .scripted import URL, FakeClock, ScriptedServer
 
@@ -125,12 +126,13 @@ def test_a_body_over_two_mebibytes_is_too_large(mock, clock) -> None:
 
 
 def test_a_body_just_under_the_cap_is_read(mock, clock) -> None:
-    """An answer just under 2 MiB is accepted whole."""
+    """An answer just under 2 MiB is accepted whole (block caps raised: this is about the body cap)."""
     text = "y" * ((2 << 20) - 200)
     body = json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": text}]}})
     server = ScriptedServer(clock, overrides={"tools/call": (200, JSON, body)})
     server.install(mock)
-    outcome = McpClient(allow_private_networks=True, clock=clock).call_tool(
+    limits = ContentLimits(block_bytes=4 << 20, total_bytes=4 << 20)
+    outcome = McpClient(allow_private_networks=True, clock=clock, result_limits=limits).call_tool(
         Endpoint(identifier="demo", url=URL), "echo"
     )
     assert outcome.text == text

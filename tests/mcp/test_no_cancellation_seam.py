@@ -55,10 +55,11 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
             "resolver",  # host name to addresses (the system's by default; tests map names)
             "ca_bundle",  # the authorities to trust instead of certifi's
             "keepalive_seconds",  # how long a connection idles in the pool before reuse (0: off)
+            "result_limits",  # the caps on a tool's answer, per block and in all (content.py)
         ],
         "ping": ["self", "endpoint"],
         "list_tools": ["self", "endpoint", "on_page"],
-        "call_tool": ["self", "endpoint", "name", "arguments", "input_schema", "responder"],
+        "call_tool": ["self", "endpoint", "name", "arguments", "input_schema", "output_schema", "responder"],
     }
     public = sorted(name for name in vars(McpClient) if not name.startswith("_"))
     assert public == ["call_tool", "list_tools", "ping"]

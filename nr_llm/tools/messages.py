@@ -1,0 +1,109 @@
+"""``tool_messages``: a turn's tool results as the messages a provider takes for the model's next turn.
+
+Each shape follows the provider's documented request types (checked against the ``openai`` and
+``anthropic`` packages' typed dicts in tests/tools/test_messages.py):
+
+- ``"openai"``, Chat Completions (https://developers.openai.com/docs/guides/function-calling?api-mode=chat):
+  one ``role: "tool"`` message per call, with its ``tool_call_id``. A tool message carries text
+  only, so a turn's images follow in ONE ``role: "user"`` message of ``image_url`` data-URL
+  parts, each led by a text part naming the call it belongs to.
+- ``"openai-responses"``, Responses (https://developers.openai.com/docs/guides/function-calling?api-mode=responses):
+  one ``function_call_output`` item per call; with images its ``output`` is a list of
+  ``input_text`` and ``input_image`` parts.
+- ``"anthropic"``, Messages (https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview):
+  ONE ``role: "user"`` message holding a ``tool_result`` block per call, in the order given,
+  ``is_error`` set, images as ``image`` blocks with a base64 ``source``.
+
+Every call the model made gets its result, whether it ran or not: the providers refuse a turn
+in which a tool call has no answer. A call that awaits approval, was denied, expired or is
+still running comes out as a result whose text says it did not run (``is_error`` where the
+provider has it), so the model neither waits for an answer nor assumes one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from ..mcp.content import data_url
+from ..mcp.results import Block
+from .results import ToolResult
+
+MessageFormat = Literal["openai", "openai-responses", "anthropic"]
+
+#: The image types all three providers accept; another image is named in the text, not sent.
+MODEL_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+EMPTY = "(the tool returned no content)"
+
+
+def tool_messages(format: MessageFormat, results: Iterable[tuple[str, ToolResult]]) -> list[dict[str, Any]]:
+    """The messages (Chat Completions, Anthropic) or input items (Responses) to append, in order.
+
+    ``results``: ``(call_id, result)`` per tool call of the model's turn, where ``call_id`` is
+    the provider's id of the call (``tool_calls[i].id``, ``function_call.call_id``,
+    ``tool_use.id``). Raises ``ValueError`` for an unknown ``format``.
+    """
+    pairs = [(call_id, result) for call_id, result in results]
+    if format == "openai":
+        return _chat(pairs)
+    if format == "openai-responses":
+        return [_responses_item(call_id, result) for call_id, result in pairs]
+    if format == "anthropic":
+        return [{"role": "user", "content": [_tool_result(call_id, result) for call_id, result in pairs]}]
+    raise ValueError(f"unknown message format {format!r}: 'openai', 'openai-responses' or 'anthropic'")
+
+
+def _ran(result: ToolResult) -> bool:
+    return result.status in ("succeeded", "failed")
+
+
+def _images(result: ToolResult) -> list[Block]:
+    """The images a model may see: of a call that ran, of a type the providers take."""
+    if not _ran(result):
+        return []
+    return [block for block in result.images if block["mimeType"] in MODEL_IMAGE_TYPES]
+
+
+def _text(result: ToolResult) -> str:
+    return result.text or EMPTY
+
+
+def _chat(pairs: list[tuple[str, ToolResult]]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for call_id, result in pairs:
+        images = _images(result)
+        text = _text(result)
+        if images:
+            text += f"\n[{len(images)} image(s) of this call follow in the next user message]"
+            parts.append({"type": "text", "text": f"Images returned by tool call {call_id}:"})
+            parts.extend({"type": "image_url", "image_url": {"url": data_url(image)}} for image in images)
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+    if parts:
+        # After every tool message: the API wants a tool_calls turn answered before anything else.
+        messages.append({"role": "user", "content": parts})
+    return messages
+
+
+def _responses_item(call_id: str, result: ToolResult) -> dict[str, Any]:
+    images = _images(result)
+    output: str | list[dict[str, Any]] = _text(result)
+    if images:
+        output = [{"type": "input_text", "text": _text(result)}]
+        output.extend({"type": "input_image", "image_url": data_url(image)} for image in images)
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def _tool_result(call_id: str, result: ToolResult) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": _text(result)}]
+    for image in _images(result):
+        source = {"type": "base64", "media_type": image["mimeType"], "data": image["data"]}
+        content.append({"type": "image", "source": source})
+    return {
+        "type": "tool_result",
+        "tool_use_id": call_id,
+        "content": content,
+        # A call that did not run produced no result: not an error of the tool, but not a
+        # success either; Claude reads is_error as "this did not work".
+        "is_error": result.is_error or not _ran(result),
+    }
