@@ -5,6 +5,12 @@ A caller's rollback never erases an audit row, so every write here runs through
 outcome), an awaiting or refused call one. When a row cannot be written
 (``LedgerUnavailable``), the caller decides: a tool that requires approval fails closed, any
 other runs and the lost row is logged at ERROR (``execution.py``).
+
+An outcome write cannot leave a row ``running``: what cannot be kept of the outcome (an
+answer the keys cannot encrypt, a write the database refuses) is dropped, and the row is
+ended with what is known. A call that may have run (its request was written and no answer
+proves the server refused it, ``nr_llm.mcp.resend.may_have_run``) is ``failed`` with an error
+kind ``may_have_run:<kind>``, never a plain failure.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from django.db import DatabaseError
 
 from .. import credentials
 from ..conf import conf
-from ..mcp.text import clean
+from ..credentials import CredentialUnavailable
+from ..mcp.text import clean, encodable
 from ..own_transaction import caller_blocks_own_transaction, run_in_own_transaction
 from .models import ToolCall, ToolCallStatus
 
@@ -33,6 +40,9 @@ WallClock = Callable[[], datetime]
 
 NAME_CHARS = 200
 LABEL_CHARS = 150
+ERROR_KIND_CHARS = 32
+#: The error kind's prefix of a call that may have run: the tool's effect is unknown.
+MAY_HAVE_RUN = "may_have_run"
 
 
 class LedgerUnavailable(Exception):
@@ -133,7 +143,7 @@ def open_call(
         arguments_digest=call.digest if call.canonical else "",
         status=status,
         error_kind=error_kind,
-        result_preview_ciphertext=preview(result_text),
+        result_preview_ciphertext=_kept(result_text),
         expires_at=now + expiry() if status == ToolCallStatus.AWAITING_APPROVAL else None,
         started_at=now if status == ToolCallStatus.RUNNING else None,
         finished_at=now if finished else None,
@@ -141,6 +151,16 @@ def open_call(
     )
     write(lambda: row.save(force_insert=True))
     return row.id
+
+
+def may_have_run_kind(kind: str) -> str:
+    """The error kind recorded for a call that may have run after failing with ``kind``."""
+    return f"{MAY_HAVE_RUN}:{kind}"[:ERROR_KIND_CHARS]
+
+
+def may_have_run(call: ToolCall) -> bool:
+    """The row's call may have run: its outcome is unknown, not a failure."""
+    return call.error_kind.startswith(MAY_HAVE_RUN)
 
 
 def finish(
@@ -153,18 +173,24 @@ def finish(
     result_text: str,
     now: datetime,
 ) -> None:
-    """Record the outcome of a running call (one query)."""
-    status = ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED
-    write(
-        lambda: ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.RUNNING).update(
-            status=status,
-            error_kind=error_kind[:32],
-            duration_ms=max(0, duration_ms),
-            era=era[:16],
-            result_preview_ciphertext=preview(result_text),
-            finished_at=now,
-        )
-    )
+    """Record the outcome of a running call (one query; a second without the kept answer when
+    the database refuses the first). Raises only ``LedgerUnavailable``: the row could not be
+    written at all."""
+    ended = {
+        "status": ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED,
+        "error_kind": error_kind[:ERROR_KIND_CHARS],
+        "duration_ms": max(0, duration_ms),
+        "era": era[:16],
+        "finished_at": now,
+    }
+    running = ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.RUNNING)
+    kept = _kept(result_text)
+    try:
+        write(lambda: running.update(result_preview_ciphertext=kept, **ended))
+    except LedgerUnavailable:
+        if not kept:
+            raise
+        write(lambda: running.update(**ended))
 
 
 def expiry() -> timedelta:
@@ -176,7 +202,15 @@ def preview(text: str) -> str:
     limit = conf.TOOL_CALL_PREVIEW_CHARS
     if limit == 0 or not text:
         return ""
-    return credentials.encrypt(text if len(text) <= limit else text[: limit - 1] + "…")
+    return credentials.encrypt(encodable(text if len(text) <= limit else text[: limit - 1] + "…"))
+
+
+def _kept(text: str) -> str:
+    """``preview``, or "" when it cannot be made: the row is written without the answer."""
+    try:
+        return preview(text)
+    except (CredentialUnavailable, ValueError):
+        return ""  # no key to encrypt with (or none configured): the answer is not kept
 
 
 def arguments_of(call: ToolCall) -> dict[str, Any]:
