@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,10 @@ WallClock = Callable[[], datetime]
 NAME_CHARS = 200
 LABEL_CHARS = 150
 ERROR_KIND_CHARS = 32
+# How long a write refused by SQLite's lock is tried again (as long as SQLite's own default busy
+# timeout): concurrent resumes and their outcomes queue instead of failing.
+LOCKED_WAIT_SECONDS = 5.0
+_SQLITE_BUSY_OR_LOCKED = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (extended codes share the low byte)
 #: The error kind's prefix of a call that may have run: the tool's effect is unknown.
 MAY_HAVE_RUN = "may_have_run"
 
@@ -108,12 +113,27 @@ def write(work: Callable[[], T]) -> T:
         raise LedgerUnavailable(
             "on SQLite the ledger cannot be written while the calling thread is inside a transaction"
         )
-    try:
-        return run_in_own_transaction(work, name="nr-llm-ledger")
-    except DatabaseError as exc:
-        raise LedgerUnavailable(
-            f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
-        ) from exc
+    waited_until = time.monotonic() + LOCKED_WAIT_SECONDS
+    pause = 0.005
+    while True:
+        try:
+            return run_in_own_transaction(work, name="nr-llm-ledger")
+        except DatabaseError as exc:
+            if _locked(exc) and time.monotonic() + pause < waited_until:
+                # Rolled back whole: nothing of it was kept, so it runs again from the start.
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
+                continue
+            raise LedgerUnavailable(
+                f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
+            ) from exc
+
+
+def _locked(exc: DatabaseError) -> bool:
+    """SQLite refused the write because another connection holds the lock, at once (a shared
+    cache, or a read that would have to become a write): the busy timeout never waited for it."""
+    code = getattr(exc.__cause__, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _SQLITE_BUSY_OR_LOCKED
 
 
 def open_call(
