@@ -13,10 +13,10 @@ from django.db import connections
 
 from nr_llm import tools
 from nr_llm.mcp import CallOutcome
-from nr_llm.models import ToolCall, ToolCallStatus
+from nr_llm.models import ToolCallStatus
 from tests.fakes import FakeClient
 
-from .helpers import approver, guarded_tool
+from .helpers import approver, guarded_tool, row_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RESUMERS = 10
@@ -68,4 +68,4 @@ def test_concurrent_resumes_run_an_approved_call_once(attempt):
     statuses = sorted(result.status for result in results)
     assert statuses.count("succeeded") >= 1 and set(statuses) <= {"succeeded", "running"}, statuses
     assert texts.count("ran once") == 1
-    assert ToolCall.objects.get(pk=held.call_id).status == ToolCallStatus.SUCCEEDED
+    assert row_of(held).status == ToolCallStatus.SUCCEEDED
