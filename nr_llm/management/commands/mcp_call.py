@@ -15,7 +15,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import NoReverseMatch, reverse
 
 from nr_llm import tools
-from nr_llm.governance import ceiling
+from nr_llm.credentials import CredentialUnavailable
+from nr_llm.governance import ceiling, ledger, visible
+from nr_llm.governance.models import ToolCall
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -61,6 +63,8 @@ class Command(BaseCommand):
                 options["tool"], arguments, actor=options["actor"], data_class_ceiling=options["ceiling"]
             )
         self._print(result, as_json=options["json"])
+        if options["resume"] or result.status == "awaiting_approval":
+            self._show_arguments(result)
         if result.status == "awaiting_approval":
             raise CommandError(
                 f"tool call {result.call_id} awaits approval: {_where(result)}, "
@@ -77,6 +81,26 @@ class Command(BaseCommand):
             what = f"tool call {result.call_id}" if result.call_id else "the call (not recorded)"
             raise CommandError(f"{what} {result.status}", returncode=EXIT_FAILED)
         self.stderr.write(f"tool call {result.call_id or '(not recorded)'} succeeded")
+
+    def _show_arguments(self, result: tools.ToolResult) -> None:
+        """The recorded arguments of a call held for approval or resumed, on stderr, with every
+        invisible or direction-changing character escaped: what is approved is what is read."""
+        row = ToolCall.objects.filter(pk=result.call_id).first() if result.call_id else None
+        if row is None or not row.arguments_ciphertext:
+            return
+        try:
+            arguments = ledger.arguments_of(row)
+        except CredentialUnavailable as exc:
+            self.stderr.write(f"the arguments of tool call {row.id} cannot be shown: {exc}")
+            return
+        found = visible.hidden_in(arguments)
+        note = (
+            f" (invisible or direction-changing characters shown escaped: "
+            f"{', '.join(visible.name(char) for char in found)})"
+            if found
+            else ""
+        )
+        self.stderr.write(f"arguments of tool call {row.id}{note}:\n{visible.pretty(arguments)}")
 
     def _print(self, result: tools.ToolResult, *, as_json: bool) -> None:
         if not as_json:
