@@ -25,10 +25,9 @@ REPLACEMENT = "\ufffd"
 # json.loads joins a valid pair of escapes into one code point: a surrogate left in its
 # output is a lone one, the only kind of code point UTF-8 cannot encode.
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# What can decode to one: an escape (\uD800-\uDFFF), a surrogate already in the text, or
-# bytes json.loads decodes with "surrogatepass" (UTF-8's ED A0-BF lead).
-_MAY_DECODE_TO_SURROGATE = re.compile("\\\\u[dD][89a-fA-F]|[\ud800-\udfff]")
-_MAY_DECODE_TO_SURROGATE_BYTES = re.compile(b"\\\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+# JSON's escape of one (\uD800-\uDFFF): a literal prefix, so one fast pass.
+_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def clean(value: object, limit: int = MESSAGE_LIMIT) -> str:
@@ -56,19 +55,28 @@ def loads(raw: str | bytes) -> Any:
     """``json.loads``, every string of the value (keys too) ``encodable``.
 
     Raises what ``json.loads`` raises. The value is walked only when ``raw`` could hold a
-    surrogate, so an ordinary answer costs one regular-expression scan."""
+    surrogate, so an ordinary answer costs a few substring searches (bench/decode.py)."""
     value = json.loads(raw)
+    return _encodable_value(value) if _may_hold_surrogates(raw) else value
+
+
+def _may_hold_surrogates(raw: str | bytes) -> bool:
+    """What can decode to a surrogate: a ``\\uD800``-``\\uDFFF`` escape, one already in the
+    text, or bytes json.loads decodes with "surrogatepass" (UTF-8's ED lead byte). A body with no
+    backslash is not searched for escapes; a false alarm (Hangul's ED bytes) only costs the walk."""
     if isinstance(raw, bytes):
         # JSON in UTF-16 or UTF-32 (json.loads detects it by its NUL bytes) is walked anyway.
-        suspect = b"\x00" in raw[:4] or _MAY_DECODE_TO_SURROGATE_BYTES.search(raw) is not None
-    else:
-        suspect = _MAY_DECODE_TO_SURROGATE.search(raw) is not None
-    return _encodable_value(value) if suspect else value
+        if b"\x00" in raw[:4] or b"\xed" in raw:
+            return True
+        return b"\\" in raw and _ESCAPE_BYTES.search(raw) is not None
+    if "\\" in raw and _ESCAPE.search(raw) is not None:
+        return True
+    return not raw.isascii() and _SURROGATE.search(raw) is not None
 
 
 def _encodable_value(value: Any) -> Any:
     if isinstance(value, str):
-        return encodable(value)
+        return value if value.isascii() else encodable(value)
     if isinstance(value, list):
         return [_encodable_value(item) for item in value]
     if isinstance(value, dict):
