@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 import responses
+from django.db import connection
 
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
@@ -194,3 +195,16 @@ def test_an_outcome_whose_answer_cannot_be_kept_still_ends_the_row(monkeypatch):
     row = row_of(result)
     assert (row.status, row.era, row.result_preview_ciphertext) == ("succeeded", "modern", "")
     assert row.finished_at is not None and row.duration_ms is not None
+
+
+def test_an_outcome_the_database_refuses_with_its_answer_is_recorded_without_it(monkeypatch):
+    """When the database refuses the outcome's write (PostgreSQL refuses a NUL in text), the
+    outcome is written again without the kept answer: the row never stays 'running'."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite stores a NUL in text; PostgreSQL refuses it (run with DATABASE_URL=postgres://…)")
+    tool = guarded_tool(requires_approval=False)
+    monkeypatch.setattr(ledger, "preview", lambda text: "refused\x00" if text else "")
+    result = tools.execute(tool.tool_name, {"text": "x"}, client=FakeClient())
+    row = row_of(result)
+    assert (row.status, row.result_preview_ciphertext) == ("succeeded", "")
+    assert result.text == "echo ran"
