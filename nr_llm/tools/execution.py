@@ -384,7 +384,7 @@ def _unexpected(trace: _Trace, exc: Exception, wall: WallClock) -> ToolResult:
         elif trace.call_id is None and trace.call is not None:
             # Failed before its row was written: the ledger still gets one, if it can.
             call_id = ledger.open_call(
-                trace.call, ToolCallStatus.FAILED, wall(), error_kind="internal", result_text=text
+                trace.call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text
             )
             result = dataclasses.replace(result, call_id=call_id)
     except Exception:
