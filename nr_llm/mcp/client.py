@@ -211,7 +211,10 @@ class McpClient:
         # must exclude is not called, and no network is spent learning that.
         headers = param_headers(name, input_schema, arguments, endpoint.identifier)
 
+        handed: list[Conversation] = []  # the conversations the call went to (at most two eras)
+
         def call(conversation: Conversation) -> tuple[CallOutcome, int]:
+            handed.append(conversation)
             result, latency_ms = conversation.request(
                 "tools/call", {"name": name, "arguments": arguments}, headers
             )
@@ -223,6 +226,10 @@ class McpClient:
         try:
             return self._operate(endpoint, call, responder=responder)
         except McpTransportError as exc:
+            if not handed:
+                # A probe, initialize or an OAuth leg failed: the call itself was never sent.
+                exc.written = False
+                raise
             if exc.accepted or exc.kind == "interrupted" or not resend.may_have_run(exc):
                 raise  # it says so already, or it could not run
             # Written, and no answer proves a refusal (a timeout, a 5xx, an error code that

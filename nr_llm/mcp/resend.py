@@ -93,8 +93,8 @@ def may_have_run(exc: McpTransportError) -> bool:
     "may have run" (True) for the client, ``execute``, ``resume`` and the ledger."""
     if exc.accepted:
         return True
-    if exc.kind in _NEVER_SENT:
-        return False
+    if exc.kind in _NEVER_SENT or not exc.written:
+        return False  # e.g. a timeout while connecting: no request reached the server
     return not refused(exc)
 
 

@@ -180,6 +180,7 @@ def test_a_written_request_no_answer_refused_may_have_run(error: McpTransportErr
         _error("unreachable"),
         _error("invalid_tool"),
         _error("missing_credential"),
+        McpTransportError("timeout", "demo", "x", written=False),
         _error("rpc_error", status=200, code=-32601),
         _error("rpc_error", status=200, code=-32602),
         _error("status", status=422),
@@ -193,6 +194,7 @@ def test_a_written_request_no_answer_refused_may_have_run(error: McpTransportErr
         "unreachable",
         "invalid-tool",
         "missing-credential",
+        "timeout-while-connecting",
         "32601",
         "32602",
         "422",
@@ -215,3 +217,11 @@ def test_the_verdict_agrees_with_the_resend_rule() -> None:
                     error = _error(kind, status=status, code=code, accepted=accepted)
                     assert not (refused(error) and may_have_run(error))
                     assert not accepted or may_have_run(error)
+
+
+def test_what_the_verdict_reads_survives_pickling() -> None:
+    """``written`` (with ``accepted``) crosses a task queue's process boundary unchanged."""
+    import pickle
+
+    error = pickle.loads(pickle.dumps(McpTransportError("timeout", "demo", "x", written=False)))
+    assert (error.written, may_have_run(error)) == (False, False)
