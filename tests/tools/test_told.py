@@ -101,6 +101,15 @@ def test_a_refusal_the_server_proves_is_could_not_run(mock, answer, kind):
     assert (row.status, row.error_kind) == ("failed", kind) and not ledger.may_have_run(row)
 
 
+def test_a_failure_before_the_call_was_sent_could_not_run(mock):
+    """The handshake's initialize answered 502: the tools/call was never written, so the model
+    reads "could not run", the row keeps the plain kind, and the server saw no tools/call."""
+    server, client = _scripted(mock, overrides={"initialize": (502, {}, "Bad Gateway")})
+    result = tools.execute("mcp_guarded_echo", {"text": "x"}, client=client)
+    assert result.text.startswith(COULD_NOT_RUN), result.text
+    assert row_of(result).error_kind == "status" and "tools/call" not in server.methods
+
+
 # -- the official SDK server --------------------------------------------------------------
 
 
