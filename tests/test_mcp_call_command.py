@@ -233,8 +233,13 @@ def test_the_real_process_prints_a_held_call_as_a_notice_not_as_an_error(tmp_pat
     assert seeded.returncode == 0, seeded.stderr
     held = manage("mcp_call", "mcp_held_echo", "--args", '{"text": "x"}')
     assert held.returncode == 3, held.stderr
-    call_id = held.stderr.split("tool call ", 1)[1].split(" ", 1)[0]
-    assert held.stderr == (
+    # The recorded arguments come first (what an approver reads), then the notice itself.
+    notice = held.stderr.splitlines()[-1]
+    call_id = notice.split("tool call ", 1)[1].split(" ", 1)[0]
+    assert (
+        held.stderr.startswith(f"arguments of tool call {call_id}:\n") and "CommandError" not in held.stderr
+    )
+    assert notice + "\n" == (
         f"tool call {call_id} awaits approval: approve it in the admin at "
         f"https://site.example/admin/nr_llm/toolcall/{call_id}/change/, "
         f"then run: manage.py mcp_call --resume {call_id}\n"

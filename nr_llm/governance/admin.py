@@ -25,7 +25,7 @@ from .. import admin_columns
 from ..credentials import CredentialUnavailable
 from ..models import McpTool
 from ..tools import resume
-from . import columns, decisions, ledger
+from . import columns, decisions, ledger, visible
 from .ceiling import label
 from .models import PENDING, ToolCall, ToolCallApproval, ToolCallStatus
 
@@ -258,7 +258,8 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
     @admin.display(description="arguments")
     def arguments_column(self, obj: ToolCall) -> SafeString | str:
         try:
-            return admin_columns.pretty_json(ledger.arguments_of(obj))
+            # What runs, as it runs: no character hidden from the approver (visible.py).
+            return visible.arguments_html(ledger.arguments_of(obj))
         except CredentialUnavailable as exc:
             return f"cannot be shown: {exc}"
 

@@ -10,7 +10,9 @@
 Every move is one conditional ``UPDATE … WHERE status = <the state it leaves>`` inside the
 ledger's own transaction, after a ``SELECT … FOR UPDATE`` of the row: PostgreSQL serialises
 two deciders on the row lock, and on SQLite (where ``FOR UPDATE`` does nothing) the
-condition alone lets exactly one of them move the row. A decision binds the digest of the
+condition alone lets exactly one of them move the row. The claim is that UPDATE alone, before
+any read, so racing resumes queue for SQLite's lock instead of being refused (``claim``); a
+write SQLite refuses at once is tried again (``ledger.write``). A decision binds the digest of the
 arguments the approver was shown; ``resume`` runs only a call whose arguments still have it.
 """
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
 from django.utils import timezone
 
 from ..conf import conf
@@ -149,22 +152,21 @@ def claim(call_id: uuid.UUID, clock: WallClock) -> Claim | None:
     now = clock()
 
     def move() -> Claim | None:
-        call = ToolCall.objects.select_for_update().filter(pk=call_id).first()
+        # One conditional UPDATE, before any read: PostgreSQL serialises racing claims on the
+        # row lock and the losers match no row; on SQLite the UPDATE asks for the write lock
+        # first and waits its turn, where a read that then writes is refused at once (the
+        # losers of a race were told "could not be resumed" while the winner ran the call).
+        claimed = ToolCall.objects.filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=now),
+            pk=call_id,
+            status=ToolCallStatus.APPROVED,
+        ).update(status=ToolCallStatus.RUNNING, started_at=now)
+        call = ToolCall.objects.filter(pk=call_id).first()
         if call is None:
             return None
-        _expire_if_due(call, now)
-        if call.status != ToolCallStatus.APPROVED:
-            return Claim(call, claimed=False)
-        claimed = bool(
-            ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.APPROVED).update(
-                status=ToolCallStatus.RUNNING, started_at=now
-            )
-        )
-        if claimed:
-            call.status, call.started_at = ToolCallStatus.RUNNING, now
-        else:
-            call.refresh_from_db()
-        return Claim(call, claimed)
+        if not claimed:
+            _expire_if_due(call, now)
+        return Claim(call, bool(claimed))
 
     return ledger.write(move)
 

@@ -5,12 +5,19 @@ A caller's rollback never erases an audit row, so every write here runs through
 outcome), an awaiting or refused call one. When a row cannot be written
 (``LedgerUnavailable``), the caller decides: a tool that requires approval fails closed, any
 other runs and the lost row is logged at ERROR (``execution.py``).
+
+An outcome write cannot leave a row ``running``: what cannot be kept of the outcome (an
+answer the keys cannot encrypt, a write the database refuses) is dropped, and the row is
+ended with what is known. A call that may have run (its request was written and no answer
+proves the server refused it, ``nr_llm.mcp.resend.may_have_run``) is ``failed`` with an error
+kind ``may_have_run:<kind>``, never a plain failure.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +28,8 @@ from django.db import DatabaseError
 
 from .. import credentials
 from ..conf import conf
-from ..mcp.text import clean
+from ..credentials import CredentialUnavailable
+from ..mcp.text import clean, encodable
 from ..own_transaction import caller_blocks_own_transaction, run_in_own_transaction
 from .models import ToolCall, ToolCallStatus
 
@@ -33,6 +41,13 @@ WallClock = Callable[[], datetime]
 
 NAME_CHARS = 200
 LABEL_CHARS = 150
+ERROR_KIND_CHARS = 32
+# How long a write refused by SQLite's lock is tried again (as long as SQLite's own default busy
+# timeout): concurrent resumes and their outcomes queue instead of failing.
+LOCKED_WAIT_SECONDS = 5.0
+_SQLITE_BUSY_OR_LOCKED = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (extended codes share the low byte)
+#: The error kind's prefix of a call that may have run: the tool's effect is unknown.
+MAY_HAVE_RUN = "may_have_run"
 
 
 class LedgerUnavailable(Exception):
@@ -98,12 +113,27 @@ def write(work: Callable[[], T]) -> T:
         raise LedgerUnavailable(
             "on SQLite the ledger cannot be written while the calling thread is inside a transaction"
         )
-    try:
-        return run_in_own_transaction(work, name="nr-llm-ledger")
-    except DatabaseError as exc:
-        raise LedgerUnavailable(
-            f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
-        ) from exc
+    waited_until = time.monotonic() + LOCKED_WAIT_SECONDS
+    pause = 0.005
+    while True:
+        try:
+            return run_in_own_transaction(work, name="nr-llm-ledger")
+        except DatabaseError as exc:
+            if _locked(exc) and time.monotonic() + pause < waited_until:
+                # Rolled back whole: nothing of it was kept, so it runs again from the start.
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
+                continue
+            raise LedgerUnavailable(
+                f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
+            ) from exc
+
+
+def _locked(exc: DatabaseError) -> bool:
+    """SQLite refused the write because another connection holds the lock, at once (a shared
+    cache, or a read that would have to become a write): the busy timeout never waited for it."""
+    code = getattr(exc.__cause__, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _SQLITE_BUSY_OR_LOCKED
 
 
 def open_call(
@@ -133,7 +163,7 @@ def open_call(
         arguments_digest=call.digest if call.canonical else "",
         status=status,
         error_kind=error_kind,
-        result_preview_ciphertext=preview(result_text),
+        result_preview_ciphertext=_kept(result_text),
         expires_at=now + expiry() if status == ToolCallStatus.AWAITING_APPROVAL else None,
         started_at=now if status == ToolCallStatus.RUNNING else None,
         finished_at=now if finished else None,
@@ -141,6 +171,16 @@ def open_call(
     )
     write(lambda: row.save(force_insert=True))
     return row.id
+
+
+def may_have_run_kind(kind: str) -> str:
+    """The error kind recorded for a call that may have run after failing with ``kind``."""
+    return f"{MAY_HAVE_RUN}:{kind}"[:ERROR_KIND_CHARS]
+
+
+def may_have_run(call: ToolCall) -> bool:
+    """The row's call may have run: its outcome is unknown, not a failure."""
+    return call.error_kind.startswith(MAY_HAVE_RUN)
 
 
 def finish(
@@ -154,18 +194,24 @@ def finish(
     now: datetime,
     structured: dict[str, Any] | None = None,
 ) -> None:
-    """Record the outcome of a running call (one query)."""
-    status = ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED
-    write(
-        lambda: ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.RUNNING).update(
-            status=status,
-            error_kind=error_kind[:32],
-            duration_ms=max(0, duration_ms),
-            era=era[:16],
-            result_preview_ciphertext=preview(result_text, structured),
-            finished_at=now,
-        )
-    )
+    """Record the outcome of a running call (one query; a second without the kept answer when
+    the database refuses the first). Raises only ``LedgerUnavailable``: the row could not be
+    written at all."""
+    ended = {
+        "status": ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED,
+        "error_kind": error_kind[:ERROR_KIND_CHARS],
+        "duration_ms": max(0, duration_ms),
+        "era": era[:16],
+        "finished_at": now,
+    }
+    running = ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.RUNNING)
+    kept = _kept(result_text, structured)
+    try:
+        write(lambda: running.update(result_preview_ciphertext=kept, **ended))
+    except LedgerUnavailable:
+        if not kept:
+            raise
+        write(lambda: running.update(**ended))
 
 
 def expiry() -> timedelta:
@@ -188,16 +234,26 @@ def preview(text: str, structured: dict[str, Any] | None = None) -> str:
     if limit == 0 or not (text or shown):
         return ""
     if not shown:
-        return credentials.encrypt(_clip(text, limit))
+        return credentials.encrypt(encodable(_clip(text, limit)))
     room = limit - len(STRUCTURED_HEADING)
     if room < 2:
-        return credentials.encrypt(_clip(text or shown, limit))
+        return credentials.encrypt(encodable(_clip(text or shown, limit)))
     kept_text = _clip(text, max(room - len(shown), room // 2)) if text else ""
-    return credentials.encrypt(kept_text + STRUCTURED_HEADING + _clip(shown, room - len(kept_text)))
+    return credentials.encrypt(
+        encodable(kept_text + STRUCTURED_HEADING + _clip(shown, room - len(kept_text)))
+    )
 
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"[: max(0, limit)]
+
+
+def _kept(text: str, structured: dict[str, Any] | None = None) -> str:
+    """``preview``, or "" when it cannot be made: the row is written without the answer."""
+    try:
+        return preview(text, structured)
+    except (CredentialUnavailable, ValueError):
+        return ""  # no key to encrypt with (or none configured): the answer is not kept
 
 
 def arguments_of(call: ToolCall) -> dict[str, Any]:

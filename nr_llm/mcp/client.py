@@ -17,7 +17,9 @@ other traffic is sent: no GET stream, no hidden ``tools/list``.
 Exactly once (resend.py): a request is sent again, in a new session or the other era, only
 when the server refused it in a way that proves it did not run it. Once a server accepted a
 ``tools/call`` (a 2xx status line), nothing sends it again; what cannot be finished is
-``interrupted`` and says the tool may have run.
+``interrupted`` and says the tool may have run, as does every other failure of a written call
+that no answer proves refused (``resend.may_have_run``: a timeout, a 5xx, an error code that is
+no refusal).
 
 The client takes no cancellation token and has no abort method (seed 000, "What this
 does not do"): the budget decides what the next leg gets and whether it is sent at all.
@@ -214,7 +216,10 @@ class McpClient:
         # must exclude is not called, and no network is spent learning that.
         headers = param_headers(name, input_schema, arguments, endpoint.identifier)
 
+        handed: list[Conversation] = []  # the conversations the call went to (at most two eras)
+
         def call(conversation: Conversation) -> tuple[CallOutcome, int]:
+            handed.append(conversation)
             result, latency_ms = conversation.request(
                 "tools/call", {"name": name, "arguments": arguments}, headers
             )
@@ -224,7 +229,25 @@ class McpClient:
             outcome = masked(outcome, lambda text: redact(text, bearer))
             return dataclasses.replace(outcome, era=conversation.era), latency_ms
 
-        return self._operate(endpoint, call, responder=responder)
+        try:
+            return self._operate(endpoint, call, responder=responder)
+        except McpTransportError as exc:
+            if not handed:
+                # A probe, initialize or an OAuth leg failed: the call itself was never sent.
+                exc.written = False
+                raise
+            if exc.accepted or exc.kind == "interrupted" or not resend.may_have_run(exc):
+                raise  # it says so already, or it could not run
+            # Written, and no answer proves a refusal (a timeout, a 5xx, an error code that
+            # is no refusal): a caller reading only this error must learn it may have run.
+            raise McpTransportError(
+                exc.kind,
+                exc.server,
+                f"{exc} The tool {clean(name, NAME_LIMIT)!r} may have run; the call is not sent again.",
+                http_status=exc.http_status,
+                code=exc.code,
+                data=exc.data,
+            ) from exc
 
     def _operate(
         self,

@@ -41,7 +41,9 @@ Exception tree::
 
 ``accepted`` is the transport's one signal for resending (resend.py): True on every failure
 that came after a 2xx status line for the request's POST, whatever its kind. A JSON-RPC error
-answer is no failure of the transport (its code tells whether the request ran).
+answer is no failure of the transport (its code tells whether the request ran). ``written``
+is False only when the leg machine saw that the request never fully left (a connection or TLS
+handshake that timed out): "could not run" is then true (resend.may_have_run).
 
 Configuration errors are not in this tree: they are Django's ``ImproperlyConfigured``
 and system checks. The message always names the server's identifier and never a
@@ -90,6 +92,7 @@ class McpTransportError(Exception):
         code: int | None = None,
         data: Any = None,
         accepted: bool = False,
+        written: bool = True,
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
@@ -99,6 +102,9 @@ class McpTransportError(Exception):
         self.data = data
         # Set by the leg machine (transport.py) on a failure after a 2xx status line.
         self.accepted = accepted
+        # Cleared by the leg machine when the request was never handed whole to the socket;
+        # True unless that is known (a request may have left).
+        self.written = written
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Picklable with its kind and server, e.g. across a task queue's process boundary.
@@ -107,6 +113,7 @@ class McpTransportError(Exception):
             "code": self.code,
             "data": self.data,
             "accepted": self.accepted,
+            "written": self.written,
         }
         return (_rebuild, (type(self), self.kind, self.server, str(self), extra))
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .errors import McpTransportError
-from .text import clean
+from .text import clean, loads
 
 
 def request(request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -32,7 +31,8 @@ def is_answer(message: object, request_id: int) -> bool:
 
 def decode(raw: str | bytes, server: str, what: str) -> Any:
     try:
-        return json.loads(raw)
+        # Every answer is decoded here: a lone surrogate in it is replaced, never carried on.
+        return loads(raw)
     # RecursionError: a few hundred KB of nested brackets, well under the size cap.
     except (ValueError, RecursionError) as exc:
         raise McpTransportError(

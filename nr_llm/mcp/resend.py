@@ -22,6 +22,12 @@ byte of an answer. That request goes once more, on a new connection, when it may
 never left: the write itself failed. A request that was written and then met a closed
 connection may have reached the server: a ``tools/call`` so cut off is ``interrupted``
 (transport.py), never resent.
+
+What a failed ``tools/call`` is said to be follows from the same rule (``may_have_run``): it
+"could not run" only when it never left this machine or the server's answer proves it refused
+before running; in every other case (a timeout before the status line, a 502 or 504, a JSON-RPC
+error that is no refusal, an interrupted or accepted call) the model and the ledger are told it
+may have run.
 """
 
 from __future__ import annotations
@@ -63,6 +69,33 @@ def refused(exc: McpTransportError) -> bool:
     if exc.kind == "session_expired":
         return True  # the POST's own 404 for a session the server forgot: it ran nothing
     return exc.kind == "status" and status is not None and 400 <= status < 500
+
+
+# Failures before the request was written: nothing reached the server. (An ``unreachable``
+# request that was written and then cut off is ``interrupted`` for a tools/call, transport.py.)
+_NEVER_SENT = frozenset(
+    {
+        "deadline_exhausted",
+        "refused_host",
+        "tls",
+        "unreachable",
+        "invalid_tool",
+        "missing_credential",
+        "authorization_required",
+        "authorization_failed",
+    }
+)
+
+
+def may_have_run(exc: McpTransportError) -> bool:
+    """The failed request may have run: it was (or may have been) written, and no answer proves
+    the server refused it before running. The one verdict behind "could not run" (False) and
+    "may have run" (True) for the client, ``execute``, ``resume`` and the ledger."""
+    if exc.accepted:
+        return True
+    if exc.kind in _NEVER_SENT or not exc.written:
+        return False  # e.g. a timeout while connecting: no request reached the server
+    return not refused(exc)
 
 
 def new_session(exc: McpTransportError) -> bool:

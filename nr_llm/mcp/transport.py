@@ -286,7 +286,7 @@ class LegMachine:
         verify = self._verify(peer)
         started_ns = self._clock.monotonic_ns() if self._clock is not None else 0
         self.sent += 1
-        accepted = False
+        accepted = answered = False
         try:
             with LegWatchdog(
                 wall_seconds,
@@ -310,6 +310,7 @@ class LegMachine:
                     )
                     # The one signal for resending (resend.py): from here the request may have run.
                     accepted = 200 <= response.status_code < 300
+                    answered = True
                     try:
                         reading = Reading(response, peer, watchdog, wall_seconds, started_ns)
                         _refuse_redirect(reading, quote_location)
@@ -361,6 +362,8 @@ class LegMachine:
                     raise failure from None
         except McpTransportError as failed:
             failed.accepted = failed.accepted or accepted
+            # Evidence for "could not run" (resend.may_have_run): the request never left whole.
+            failed.written = failed.written and (delivery.written or answered)
             raise
 
     def _verify(self, peer: Peer) -> bool | str:

@@ -9,6 +9,10 @@ arguments approved, exactly once.
 
 A ledger row that cannot be written (``LedgerUnavailable``) fails an approval-requiring call
 closed (it could never be approved); any other call runs and the lost row is logged at ERROR.
+
+What the model reads is true: a call "could not run" only when it was never sent or the
+server's answer proves it refused before running (``resend.may_have_run`` decides); otherwise
+it "may have run", and the ledger records the same (``ledger.may_have_run_kind``).
 """
 
 from __future__ import annotations
@@ -33,9 +37,9 @@ from ..governance import decisions, ledger
 from ..governance.decisions import DecisionRefused
 from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp import CallOutcome, Endpoint, McpTransportError, content
+from ..mcp import CallOutcome, Endpoint, McpTransportError, content, resend
 from ..mcp.redaction import redact
-from ..mcp.text import clean
+from ..mcp.text import clean, encodable
 from ..models import DEFINITION_CHANGED, McpTool
 from . import telemetry
 from .registry import LocalTool, local_tool
@@ -72,6 +76,8 @@ class _Trace:
     secret: str | None = field(default=None, repr=False)
     #: ``execute``'s call as far as it is known: the boundary records it if nothing else did.
     call: NewCall | None = None
+    #: The call was handed to the MCP client: from here a failure may come after it ran.
+    sent: bool = False
 
 
 @dataclass(frozen=True)
@@ -191,9 +197,19 @@ def _canonical(arguments: object) -> tuple[str, str]:
     if not isinstance(arguments, dict):
         return "", "must be a JSON object"
     try:
-        return ledger.canonical_json(arguments), ""
+        canonical = ledger.canonical_json(arguments)
     except (TypeError, ValueError):
         return "", "must be JSON (no NaN, infinity or Python objects)"
+    try:
+        canonical.encode()
+    except UnicodeEncodeError as exc:
+        # Half of a UTF-16 pair: no server could read it, and neither the digest an approver
+        # binds nor the ledger's encryption can be made of it.
+        return "", (
+            f"must be valid Unicode text: they hold a lone surrogate "
+            f"(\\u{ord(canonical[exc.start]):04x}, half of a character)"
+        )
+    return canonical, ""
 
 
 def _refusal(row: McpTool, ceiling: str) -> tuple[str, str] | None:
@@ -318,10 +334,17 @@ def _origin(row: McpTool) -> str:
     return f'MCP server "{row.server.name}" ({row.server.identifier})'
 
 
+#: What a model is told to do about a call that may have run.
+MAY_HAVE_RUN = (
+    ": it was sent and no answer proves it was refused; do not assume it failed, and check its "
+    "effect before calling it again"
+)
+
+
 def _run_local(tool: LocalTool, arguments: dict[str, Any]) -> _Ran:
     try:
         value = tool.function(**arguments)
-        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        text = encodable(value if isinstance(value, str) else json.dumps(value, default=str))
     except Exception as exc:
         # A reporting boundary: the agent loop gets a failed result; the traceback goes to
         # the log, not to the model (exception text may carry what a model must not see).
@@ -338,23 +361,20 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
     endpoint = endpoint_for(server)
     trace.secret = endpoint.credential
     era = kind = ""
+    caller = client or mcp_client()
+    trace.sent = True
     try:
         # The imported schema goes along: a 2026-07-28 server reads x-mcp-header arguments as headers.
-        outcome = (client or mcp_client()).call_tool(
-            endpoint, row.remote_name, arguments, input_schema=row.input_schema
-        )
+        outcome = caller.call_tool(endpoint, row.remote_name, arguments, input_schema=row.input_schema)
     except McpTransportError as exc:
         authorization.observe(server, exc)
         kind, is_error = exc.kind, True
         if authorization.needs_operator(exc):
             text = authorization.unavailable_text(server, row.tool_name, exc)
-        elif exc.accepted or exc.kind == "interrupted":
-            # The server took the call (or was sent it and never answered): "could not run"
-            # would invite the loop to run it again.
-            text = (
-                f"{origin} may have run {row.remote_name!r}, but its answer was lost; do not assume "
-                f"it failed, and check its effect before calling it again: {exc}"
-            )
+        elif resend.may_have_run(exc):
+            # "Could not run" would invite the loop to run it again.
+            kind = ledger.may_have_run_kind(exc.kind)
+            text = f"{origin} may have run {row.remote_name!r}{MAY_HAVE_RUN}: {exc}"
         else:
             text = f"{origin} could not run {row.remote_name!r}: {exc}"
     else:
@@ -385,18 +405,22 @@ def _unexpected(trace: _Trace, exc: Exception, wall: WallClock) -> ToolResult:
         redact(traceback.format_exc(), trace.secret).rstrip(),
     )
     where = trace.origin or (f"tool {trace.name!r}" if trace.name else "the tool call")
-    text = (
-        f"{where} could not run {trace.name!r}: an unexpected {type(exc).__name__} in this site; "
-        "the details are in the site's log"
-    )
+    failure = f"an unexpected {type(exc).__name__} in this site; the details are in the site's log"
+    kind = "internal"
+    if trace.sent:
+        # Raised after the call went to the client: the server may have run it.
+        kind = ledger.may_have_run_kind(kind)
+        text = f"{where} may have run {trace.name!r}{MAY_HAVE_RUN} ({failure})"
+    else:
+        text = f"{where} could not run {trace.name!r}: {failure}"
     result = ToolResult(text, True, trace.server, "failed", trace.call_id)
     try:
         if trace.call_id is not None and trace.running:
-            _record_outcome(trace, _Ran(result, "internal"), time.monotonic(), wall)
+            _record_outcome(trace, _Ran(result, kind), time.monotonic(), wall)
         elif trace.call_id is None and trace.call is not None:
             # Failed before its row was written: the ledger still gets one, if it can.
             call_id = ledger.open_call(
-                trace.call, ToolCallStatus.FAILED, wall(), error_kind="internal", result_text=text
+                trace.call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text
             )
             result = dataclasses.replace(result, call_id=call_id)
     except Exception:
@@ -505,7 +529,13 @@ def _as_recorded(call: ToolCall) -> ToolResult:
     elif call.status in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
         kept = ledger.preview_of(call)
         answer = f" Its recorded answer: {kept}" if kept else " Its answer was not kept."
-        text = f"{head} already ran ({call.get_status_display().lower()}); it is not run again.{answer}"
+        if ledger.may_have_run(call):
+            text = (
+                f"{head} may have run (no answer proved it was refused); it is not run again. Do not "
+                f"assume it failed; check its effect before calling the tool again.{answer}"
+            )
+        else:
+            text = f"{head} already ran ({call.get_status_display().lower()}); it is not run again.{answer}"
         status = "succeeded" if call.status == ToolCallStatus.SUCCEEDED else "failed"
     else:
         text, status = f"{head} is running; its outcome is recorded when it ends.", "running"

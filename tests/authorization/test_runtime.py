@@ -65,11 +65,11 @@ def test_authorization_required_makes_the_tool_unavailable_and_the_server_need_r
 
 
 def test_an_ordinary_failure_does_not_ask_for_an_operator() -> None:
-    """A timeout is reported as before and leaves the authorization state alone."""
+    """A timeout is reported as before (it may have run) and leaves the authorization state alone."""
     tool = _tool()
     error = McpTransportError("timeout", "protected", "MCP server 'protected' did not answer in time.")
     result = tools.execute("protected_echo", {}, client=FakeClient(error=error))
-    assert result.is_error and "could not run 'echo'" in result.text
+    assert result.is_error and "may have run 'echo'" in result.text
     assert not OAuthGrantRecord.objects.filter(server=tool.server).exclude(attention_reason="").exists()
 
 

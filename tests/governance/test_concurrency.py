@@ -1,4 +1,7 @@
-"""Concurrent resumes of one approved call run it once (PostgreSQL: real threads, real row locks)."""
+"""Concurrent resumes of one approved call run it once and return its recorded outcome.
+
+Real threads on both databases: PostgreSQL's row locks, SQLite's single writer.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +9,18 @@ import threading
 import time
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from nr_llm import tools
 from nr_llm.mcp import CallOutcome
+from nr_llm.models import ToolCallStatus
 from tests.fakes import FakeClient
 
-from .helpers import approver, guarded_tool
+from .helpers import approver, guarded_tool, row_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
-RESUMERS = 6
+RESUMERS = 10
+ROUNDS = 8
 
 
 class _SlowClient(FakeClient):
@@ -32,10 +37,11 @@ class _SlowClient(FakeClient):
         return CallOutcome(text="ran once", is_error=False)
 
 
-def test_concurrent_resumes_run_an_approved_call_once():
-    """Six threads resume at the same instant: one runs the tool, the others read its state."""
-    if connection.vendor != "postgresql":
-        pytest.skip("concurrent writers need PostgreSQL; SQLite serialises them (tests/tools/test_resume.py)")
+@pytest.mark.parametrize("attempt", range(ROUNDS))
+def test_concurrent_resumes_run_an_approved_call_once(attempt):
+    """Ten threads resume at the same instant: one runs the tool, the others read its state
+    (running, or its outcome), never "could not be resumed … nothing was run"; the row ends
+    with the outcome. (Rounds: a race lost one time in a few is still caught.)"""
     tool = guarded_tool()
     held = tools.execute(tool.tool_name, {"text": "once"}, client=FakeClient())
     tools.approve(held.call_id, approver())
@@ -56,7 +62,10 @@ def test_concurrent_resumes_run_an_approved_call_once():
     for thread in threads:
         thread.join(timeout=30)
     assert client.calls == [("echo", {"text": "once"})]
-    statuses = sorted(result.status for result in results)
+    texts = [result.text for result in results]
     assert len(results) == RESUMERS
+    assert not [text for text in texts if "could not be resumed" in text], texts
+    statuses = sorted(result.status for result in results)
     assert statuses.count("succeeded") >= 1 and set(statuses) <= {"succeeded", "running"}, statuses
-    assert [result.text for result in results].count("ran once") == 1
+    assert texts.count("ran once") == 1
+    assert row_of(held).status == ToolCallStatus.SUCCEEDED

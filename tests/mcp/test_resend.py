@@ -6,7 +6,7 @@ import pytest
 
 from nr_llm.mcp import McpTransportError
 from nr_llm.mcp.errors import ChallengeError
-from nr_llm.mcp.resend import new_session, on_fresh_connection, other_era, refused, repeatable
+from nr_llm.mcp.resend import may_have_run, new_session, on_fresh_connection, other_era, refused, repeatable
 from nr_llm.mcp.watchdog import Delivery
 
 
@@ -128,3 +128,100 @@ def test_an_accepted_failure_is_never_sent_again_on_a_new_connection() -> None:
 def test_what_may_be_repeated(http_method: str, rpc_method: str | None, expected: bool) -> None:
     """Reads and the end of a session may go twice; a tool call, a notification, a token request not."""
     assert repeatable(http_method, rpc_method) is expected
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _error("timeout"),
+        _error("status", status=502),
+        _error("status", status=504),
+        _error("status", status=500),
+        _error("rpc_error", status=200, code=-32603),
+        _error("rpc_error", status=200, code=-32000),
+        _error("interrupted"),
+        _error("interrupted", accepted=True),
+        _error("malformed", accepted=True),
+        _error("rpc_error", code=-32601, accepted=True),
+        _error("status", status=404, accepted=True),
+        _error("redirect", status=303),
+        _error("too_large"),
+        _error("input_required"),
+    ],
+    ids=[
+        "timeout-before-status-line",
+        "502",
+        "504",
+        "500",
+        "32603-internal-error",
+        "32000-server-error",
+        "interrupted-unanswered",
+        "interrupted-accepted",
+        "malformed-accepted",
+        "32601-after-acceptance",
+        "404-after-acceptance",
+        "303-see-other",
+        "too-large-headers",
+        "input-required",
+    ],
+)
+def test_a_written_request_no_answer_refused_may_have_run(error: McpTransportError) -> None:
+    """What the model and the ledger are told: the request was written and nothing the server
+    answered proves it refused before running, so the tool may have run."""
+    assert may_have_run(error)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _error("deadline_exhausted"),
+        _error("refused_host"),
+        _error("tls"),
+        _error("unreachable"),
+        _error("invalid_tool"),
+        _error("missing_credential"),
+        McpTransportError("timeout", "demo", "x", written=False),
+        _error("rpc_error", status=200, code=-32601),
+        _error("rpc_error", status=200, code=-32602),
+        _error("status", status=422),
+        _error("session_expired"),
+        ChallengeError("demo", "x", status=401),
+    ],
+    ids=[
+        "budget-spent",
+        "refused-host",
+        "tls",
+        "unreachable",
+        "invalid-tool",
+        "missing-credential",
+        "timeout-while-connecting",
+        "32601",
+        "32602",
+        "422",
+        "session-404",
+        "challenge-401",
+    ],
+)
+def test_a_request_never_sent_or_refused_before_running_could_not_run(error: McpTransportError) -> None:
+    """'Could not run' only when nothing left this machine or the server's answer proves a refusal."""
+    assert not may_have_run(error)
+
+
+def test_the_verdict_agrees_with_the_resend_rule() -> None:
+    """Whatever may be resent as a refusal is never said to have possibly run, and an accepted
+    request is never said to have been refused."""
+    for kind in ("rpc_error", "status", "session_expired", "timeout", "interrupted", "malformed"):
+        for status in (None, 200, 400, 404, 502):
+            for code in (None, -32601, -32603):
+                for accepted in (False, True):
+                    error = _error(kind, status=status, code=code, accepted=accepted)
+                    assert not (refused(error) and may_have_run(error))
+                    assert not accepted or may_have_run(error)
+
+
+def test_what_the_verdict_reads_survives_pickling() -> None:
+    """``written`` (with ``accepted``) crosses a task queue's process boundary unchanged."""
+    import pickle
+
+    error = pickle.loads(pickle.dumps(McpTransportError("timeout", "demo", "x", written=False)))
+    assert (error.written, may_have_run(error)) == (False, False)

@@ -232,7 +232,8 @@ class _Exploding(FakeClient):
 )
 def test_a_store_credential_or_database_error_is_an_error_result_naming_the_server(error, caplog):
     """Whatever escapes the call is a failed result naming the server; the traceback, with the
-    server's credential masked, goes to the log; the row records the failure."""
+    server's credential masked, goes to the log; the row records the failure. Raised from within
+    the client, nothing proves the call was not sent: it may have run."""
     secret = "s3cret-token-value"
     tool = guarded_tool(requires_approval=False, auth_placement="bearer")
     tool.server.set_credential(secret)
@@ -241,13 +242,14 @@ def test_a_store_credential_or_database_error_is_an_error_result_naming_the_serv
     with caplog.at_level(logging.ERROR, logger="nr_llm.tools"):
         result = tools.execute(tool.tool_name, {"text": "x"}, client=_Exploding(error))
     assert result.is_error and result.status == "failed" and result.server == "guarded"
-    assert result.text.startswith('MCP server "Guarded server" (guarded) could not run')
+    assert result.text.startswith("MCP server \"Guarded server\" (guarded) may have run 'mcp_guarded_echo'")
+    assert "check its effect before calling it again" in result.text
     assert type(error).__name__ in result.text and secret not in result.text
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "Traceback (most recent call last)" in logged and type(error).__name__ in logged
     assert secret not in caplog.text and "[credential]" in logged
     row = _row(result)
-    assert (row.status, row.error_kind) == ("failed", "internal")
+    assert (row.status, row.error_kind) == ("failed", "may_have_run:internal")
 
 
 def test_a_lookup_that_fails_in_the_database_is_an_error_result(monkeypatch, caplog):

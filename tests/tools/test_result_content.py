@@ -123,7 +123,9 @@ def test_the_block_cap_is_a_setting(results, settings) -> None:
     assert [block["type"] for block in result.content] == ["image"]
 
 
-@pytest.mark.parametrize(("name", "kind"), [("flood", "too_large"), ("deep-10000", "malformed")])
+@pytest.mark.parametrize(
+    ("name", "kind"), [("flood", "may_have_run:too_large"), ("deep-10000", "may_have_run:malformed")]
+)
 def test_fifty_megabytes_or_ten_thousand_levels_are_an_error_result_not_an_exception(
     results, name, kind
 ) -> None:

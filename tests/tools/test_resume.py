@@ -53,15 +53,31 @@ def test_a_second_resume_without_a_kept_preview_says_so(settings):
 
 
 def test_a_failed_run_is_recorded_and_its_second_resume_is_a_failure_too():
-    """The transport's failure is the recorded outcome; nothing is sent twice."""
+    """The transport's failure is the recorded outcome; nothing is sent twice. A timeout proves
+    nothing: the row and the second resume say the call may have run, never that it ran and failed."""
     call = _approved()
     error = McpTransportError("timeout", "guarded", "MCP server 'guarded' did not answer in time.")
     client = FakeClient(error=error)
     assert tools.resume(call.id, client=client).status == "failed"
     again = tools.resume(call.id, client=client)
     assert (again.status, again.is_error, len(client.calls)) == ("failed", True, 1)
+    assert "may have run" in again.text and "already ran" not in again.text
+    assert "check its effect before calling the tool again" in again.text
     call.refresh_from_db()
-    assert (call.status, call.error_kind) == ("failed", "timeout")
+    assert (call.status, call.error_kind) == ("failed", "may_have_run:timeout")
+
+
+def test_a_refused_run_is_recorded_as_failed_and_its_second_resume_says_it_ran():
+    """A refusal the server proves (a 4xx status line) is a plain failure: 'already ran (failed)'."""
+    call = _approved()
+    error = McpTransportError("status", "guarded", "MCP server 'guarded' answered HTTP 422.", http_status=422)
+    client = FakeClient(error=error)
+    first = tools.resume(call.id, client=client)
+    assert "could not run 'echo'" in first.text
+    again = tools.resume(call.id, client=client)
+    assert "already ran (failed)" in again.text and "may have run" not in again.text
+    call.refresh_from_db()
+    assert (call.status, call.error_kind) == ("failed", "status")
 
 
 def test_resuming_a_call_that_still_waits_runs_nothing():
@@ -172,11 +188,11 @@ def test_a_server_raised_above_the_calls_ceiling_after_approval_is_not_run():
 
 
 def test_a_resume_costs_the_ledger_three_queries_and_the_caller_one(monkeypatch):
-    """The claim (the row read under its lock, the move to running) and the outcome on the ledger's
-    connection; the tool's current definition on the caller's."""
+    """The claim (the conditional move to running, then the row read) and the outcome on the
+    ledger's connection; the tool's current definition on the caller's."""
     call = _approved()
     counted = count_ledger_queries(monkeypatch)
     with CaptureQueriesContext(connection) as caller:
         tools.resume(call.id, client=FakeClient())
-    assert [sql.split()[0] for sql in counted] == ["SELECT", "UPDATE", "UPDATE"], counted
+    assert [sql.split()[0] for sql in counted] == ["UPDATE", "SELECT", "UPDATE"], counted
     assert len(caller.captured_queries) == 1, caller.captured_queries

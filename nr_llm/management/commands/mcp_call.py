@@ -18,7 +18,9 @@ from django.urls import NoReverseMatch, reverse
 
 from nr_llm import tools
 from nr_llm.conf import conf
-from nr_llm.governance import ceiling
+from nr_llm.credentials import CredentialUnavailable
+from nr_llm.governance import ceiling, ledger, visible
+from nr_llm.governance.models import ToolCall
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -64,6 +66,8 @@ class Command(BaseCommand):
                 options["tool"], arguments, actor=options["actor"], data_class_ceiling=options["ceiling"]
             )
         self._print(result, as_json=options["json"])
+        if options["resume"] or result.status == "awaiting_approval":
+            self._show_arguments(result)
         if result.status == "awaiting_approval":
             raise Waiting(
                 f"tool call {result.call_id} awaits approval: {_where(result)}, "
@@ -89,6 +93,26 @@ class Command(BaseCommand):
                 raise
             self.stderr.write(str(waiting), style_func=self.style.NOTICE)
             sys.exit(waiting.returncode)
+
+    def _show_arguments(self, result: tools.ToolResult) -> None:
+        """The recorded arguments of a call held for approval or resumed, on stderr, with every
+        invisible or direction-changing character escaped: what is approved is what is read."""
+        row = ToolCall.objects.filter(pk=result.call_id).first() if result.call_id else None
+        if row is None or not row.arguments_ciphertext:
+            return
+        try:
+            arguments = ledger.arguments_of(row)
+        except CredentialUnavailable as exc:
+            self.stderr.write(f"the arguments of tool call {row.id} cannot be shown: {exc}")
+            return
+        found = visible.hidden_in(arguments)
+        note = (
+            f" (invisible or direction-changing characters shown escaped: "
+            f"{', '.join(visible.name(char) for char in found)})"
+            if found
+            else ""
+        )
+        self.stderr.write(f"arguments of tool call {row.id}{note}:\n{visible.pretty(arguments)}")
 
     def _print(self, result: tools.ToolResult, *, as_json: bool) -> None:
         if not as_json:

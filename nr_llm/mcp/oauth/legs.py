@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 
 # The module, not its names: transport.py imports the oauth package (its challenge parser)
 # while this module is first loaded, so its names are looked up when a leg is sent.
-from .. import resend, telemetry, transport
+from .. import resend, telemetry, text, transport
 from ..deadline import OperationDeadline
 from ..errors import McpTransportError
 from ..hostgate import Resolver, refuse_private, resolve, split_target
@@ -230,7 +230,7 @@ class OAuthLegs:
                 raise reading.wrong_media("not JSON")
             return Answer(status, None, headers)
         try:
-            decoded = json.loads(reading.body())
+            decoded = text.loads(reading.body())  # a lone surrogate replaced, as in every answer
         except (ValueError, RecursionError):
             decoded = None
         if not isinstance(decoded, dict):
