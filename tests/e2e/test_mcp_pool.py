@@ -327,6 +327,19 @@ def test_a_forked_child_never_uses_its_parents_connections(tls: TestAuthority, s
     assert _dialled_since(sdk, tls, middle) == 0  # the parent's connection, still whole
 
 
+def test_an_answer_with_an_invalid_session_id_closes_its_connection(tls: TestAuthority, origin: str) -> None:
+    """An initialize answered whole and kept alive, but with a session id no header may carry
+    back (spaces): the operation ends ``malformed``, checked inside the leg, so that answer's
+    connection is closed, not kept for the next leg (issue 25, item 12)."""
+    client = _client(tls)
+    report = client.ping(
+        Endpoint(identifier="bad-session", url=f"{origin}/bad-session/0/mcp", budget_seconds=BUDGET)
+    )
+    assert report.failure is not None and report.failure.kind == "malformed", report
+    assert "invalid session id" in report.error
+    assert process_pool().count() == 0
+
+
 def test_a_pooled_connection_is_bounded_by_the_budget_like_a_new_one(tls: TestAuthority, origin: str) -> None:
     """A warm connection to a server that then stalls the call: the watchdog cuts it at the
     budget (the worst case stays the budget plus under a second), and it is closed, not kept."""

@@ -46,9 +46,13 @@
                       never, or 200 cut off mid-body), ``no-id`` (the stream closes, no event
                       id), ``broken-body`` (200 JSON cut off mid-body), ``unanswered`` (the
                       connection closes with no status line); ``refuse-32601``,
-                      ``refuse-32022``, ``refuse-400`` refuse a 2026-era tools/call before
-                      running it (200 with -32601, 400 with -32022, a bare 400) and run a
-                      handshake-era one. Further segments before ``mcp`` are free (a test's tag)
+                      ``refuse-32022``, ``refuse-400``, ``refuse-nocode`` refuse a 2026-era
+                      tools/call before running it (200 with -32601, 400 with -32022, a bare
+                      400, 400 with an error object that has no code) and run a handshake-era
+                      one; ``progress-error`` runs it and answers a 200 event stream: a progress
+                      notification, then a -32602 error. Further segments before ``mcp`` are
+                      free (a test's tag)
+    bad-session/0     initialize answers a whole, kept-alive answer whose session id has spaces
     tenant/0          answers server/discover as a 2026-07-28 server only for ``?tenant=a``;
                       every other query gets an old server
     idle-close/S      a 2026-07-28 server noting every tools/call it runs (``ran``); closes a
@@ -226,6 +230,8 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(min(seconds, LIMIT_SECONDS))
             if scenario in ("record", "slow-delete", "leg", "once"):
                 self.session_header = f"{self.server.server_address[1]}-{next(SESSIONS)}"  # type: ignore[index]
+            if scenario == "bad-session":
+                self.session_header = "not a visible id"  # spaces: no session id may carry them
             self._result(
                 body,
                 {
@@ -269,6 +275,14 @@ class Handler(BaseHTTPRequestHandler):
             if shape == "refuse-400":
                 self._send(400, b"Bad Request: Missing session ID", "text/plain")
                 return
+            if shape == "refuse-nocode":
+                refusal = {
+                    "jsonrpc": "2.0",
+                    "id": body["id"],
+                    "error": {"message": "Bad Request: no session"},
+                }
+                self._send(400, json.dumps(refusal).encode(), "application/json")
+                return
             code, status = (-32601, 200) if shape == "refuse-32601" else (-32022, 400)
             error = {"code": code, "message": "no", "data": {"supported": ["2025-11-25"]}}
             self._send(
@@ -291,6 +305,12 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif shape == "unanswered":
             self.close_connection = True  # not a byte of an answer: no status line at all
+        elif shape == "progress-error":
+            # The tool is running (a progress notification), then it fails with a JSON-RPC error.
+            progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
+            error = {"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32602, "message": "bad input"}}
+            self._head(200, "text/event-stream", None)
+            self._write(f"data: {json.dumps(progress)}\n\ndata: {json.dumps(error)}\n\n".encode())
         else:
             self._send(200, answer, "application/json")
 
