@@ -38,6 +38,7 @@ import ipaddress
 import itertools
 import os
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Hashable
@@ -97,6 +98,8 @@ class LegWatchdog:
         self.delivery = delivery or Delivery()
         # Set by the leg machine once the answer was read to its end: the connection may be kept.
         self.reusable = False
+        # Bytes came past the answer (``_LegResponse``): the connection is never kept.
+        self.spoiled = False
         self.connection: Any = None
         self.fired = False
         self.done = False
@@ -117,7 +120,7 @@ class LegWatchdog:
                 handle.close()
             self._handles.clear()
         _current.reset(self._token)
-        self._settle(keep=self.reusable and not fired)
+        self._settle(keep=self.reusable and not fired and not self.spoiled)
 
     def adopt(self, connection: Any) -> None:
         """``connection`` serves this leg; its end keeps or closes it."""
@@ -221,7 +224,12 @@ _current: contextvars.ContextVar[LegWatchdog | None] = contextvars.ContextVar("n
 
 
 class _LegResponse(CappedResponse):
-    """The answer's head, noting for the leg whether any byte of it arrived (even when it then fails)."""
+    """The answer's head, noting for the leg whether any byte of it arrived (even when it then
+    fails), and whether anything followed the answer on its connection."""
+
+    def __init__(self, sock: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self._leg_sock = sock
 
     def begin(self) -> None:
         try:
@@ -230,6 +238,31 @@ class _LegResponse(CappedResponse):
             watchdog = _current.get()
             if watchdog is not None and self.head_bytes:
                 watchdog.delivery.answered = True
+
+    def _close_conn(self) -> None:
+        # Called when the body ended (or the answer is dropped), before the buffered file goes.
+        watchdog = _current.get()
+        if self.fp is not None and watchdog is not None and _unread(self.fp, self._leg_sock):
+            watchdog.spoiled = True
+        super()._close_conn()  # type: ignore[misc]
+
+
+def _unread(fp: Any, sock: Any) -> bool:
+    """Anything already sent past the answer: read ahead into ``fp``'s buffer, decrypted and
+    waiting in the TLS layer (``SSLSocket.pending()``: a socket poll cannot see it), or in the
+    kernel. Looked at without waiting; whatever it is, the next leg must not read it as its
+    answer. A connection that cannot even be looked at is not worth keeping either."""
+    try:
+        timeout = sock.gettimeout()
+        sock.settimeout(0)
+        try:
+            return bool(fp.peek(1))
+        finally:
+            sock.settimeout(timeout)
+    except (ssl.SSLWantReadError, BlockingIOError):
+        return False  # nothing there
+    except (OSError, ValueError):
+        return True
 
 
 class _Watched:

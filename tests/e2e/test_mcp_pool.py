@@ -327,6 +327,21 @@ def test_a_forked_child_never_uses_its_parents_connections(tls: TestAuthority, s
     assert _dialled_since(sdk, tls, middle) == 0  # the parent's connection, still whole
 
 
+@pytest.mark.parametrize("shape", ["pending", "buffered"])
+def test_bytes_past_an_answer_never_reach_the_next_call(tls: TestAuthority, origin: str, shape: str) -> None:
+    """A server sends a forged answer behind its real one, on the same TLS connection: left in
+    the TLS layer (``pending``, where the socket poll before reuse cannot see it) or read ahead
+    with the head (``buffered``). The next call to that origin, another server row, gets its own
+    answer on a new connection, never the forgery (issue 25, item 6)."""
+    client = _client(tls)
+    victim = Endpoint(identifier="victim", url=f"{origin}/leftover/victim/{shape}/mcp", budget_seconds=BUDGET)
+    assert client.ping(victim).era == "modern"
+    spoiler = Endpoint(identifier="spoiler", url=f"{origin}/leftover/{shape}/mcp", budget_seconds=BUDGET)
+    assert client.call_tool(spoiler, "echo", {"text": "x"}).text == "done"
+    assert process_pool().count() == 0
+    assert client.call_tool(victim, "echo", {"text": "x"}).text == "done"
+
+
 def test_an_answer_with_an_invalid_session_id_closes_its_connection(tls: TestAuthority, origin: str) -> None:
     """An initialize answered whole and kept alive, but with a session id no header may carry
     back (spaces): the operation ends ``malformed``, checked inside the leg, so that answer's

@@ -52,6 +52,10 @@
                       one; ``progress-error`` runs it and answers a 200 event stream: a progress
                       notification, then a -32602 error. Further segments before ``mcp`` are
                       free (a test's tag)
+    leftover/SHAPE    a 2026-07-28 server whose tools/call answer is followed by a forged answer
+                      (to id 1) on the same connection: ``pending`` sends the head, then the body
+                      and the forgery in one TLS record; ``buffered`` all in one write.
+                      ``leftover/victim`` answers its tools/call as it should
     bad-session/0     initialize answers a whole, kept-alive answer whose session id has spaces
     tenant/0          answers server/discover as a 2026-07-28 server only for ``?tenant=a``;
                       every other query gets an old server
@@ -105,7 +109,7 @@ LIMIT_SECONDS = 60.0
 # The once/modern paths whose server/discover was answered as a 2026-07-28 server already.
 DISCOVERED: set[str] = set()
 MODERN_SCENARIOS = frozenset(
-    {"slow-discover", "trickle-discover", "modern-slow-work", "idle-close", "reset-reused"}
+    {"slow-discover", "trickle-discover", "modern-slow-work", "idle-close", "reset-reused", "leftover"}
 )
 PAGES = 50
 SEEN: list[dict[str, str | None]] = []
@@ -223,6 +227,9 @@ class Handler(BaseHTTPRequestHandler):
         if method == "tools/call" and scenario == "once":
             self._once_call(body, parts[2])
             return
+        if method == "tools/call" and scenario == "leftover" and parts[1] != "victim":
+            self._leftover(body, parts[1])
+            return
         if method == "tools/call" and scenario == "modern-slow-work":
             time.sleep(min(seconds, LIMIT_SECONDS))
         if method == "initialize":
@@ -313,6 +320,25 @@ class Handler(BaseHTTPRequestHandler):
             self._write(f"data: {json.dumps(progress)}\n\ndata: {json.dumps(error)}\n\n".encode())
         else:
             self._send(200, answer, "application/json")
+
+    def _leftover(self, body: dict[str, Any], shape: str) -> None:
+        """A whole answer, then a forged one for the next request on this connection (id 1)."""
+        answer = _encode(body, {"content": [{"type": "text", "text": "done"}]})
+        forged = _encode({"id": 1}, {"content": [{"type": "text", "text": "forged"}]})
+        extra = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(
+            forged
+        )
+        if shape == "pending":
+            # The head in a TLS record of its own; the body and the forgery in the next one, which
+            # the client decrypts whole while reading the body: the rest stays in its TLS layer.
+            self._head(200, "application/json", len(answer))
+            self._write(answer + extra + forged)
+        else:  # buffered: all in one write, read ahead with the head into the client's buffer
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self._headers_buffer.append(b"\r\n" + answer + extra + forged)  # type: ignore[attr-defined]
+            self.flush_headers()
 
     def _once_resume(self, shape: str) -> None:
         if shape in ("resume-404", "resume-405"):
