@@ -306,7 +306,7 @@ class McpClient:
         addresses = resolve(
             endpoint.url,
             endpoint.identifier,
-            deadline.grant(),
+            deadline.wait_seconds(),
             self.resolver,
             remember_seconds=self.keepalive_seconds,
         )

@@ -82,3 +82,10 @@ class OperationDeadline:
                 "setting; raise it if the server is slow but legitimate.",
             )
         return -(-remaining // _NS)
+
+    def wait_seconds(self) -> float:
+        """How long a wait that is no socket's (a host lookup) may take: exactly what is left,
+        never rounded up. Asks ``grant`` first, so the clock starts and a budget too short for
+        a leg is ``deadline_exhausted`` here too."""
+        self.grant()
+        return max(self.remaining_ns(), 0) / _NS

@@ -102,14 +102,15 @@ ANSWERS = _Answers()
 
 
 def resolve(
-    url: str, server: str, seconds: int, resolver: Resolver | None = None, *, remember_seconds: float = 0.0
+    url: str, server: str, seconds: float, resolver: Resolver | None = None, *, remember_seconds: float = 0.0
 ) -> list[str]:
     """Every address the URL's host resolves to, looked up once within ``seconds``, or the
     answer of a lookup less than ``remember_seconds`` ago.
 
     The system resolver has no timeout of its own, so the lookup (``resolver``, the system's
-    by default) runs on a daemon thread that the operation stops waiting for when its grant
-    is spent. The connections of the operation then use exactly these addresses: what the
+    by default) runs on a daemon thread that the operation stops waiting for after ``seconds``:
+    exactly what is left of its budget (``OperationDeadline.wait_seconds``), not a leg's grant
+    rounded up to whole seconds. The connections of the operation then use exactly these addresses: what the
     gate judged is what is dialled. The URL's host stays the TLS identity (watchdog.py).
     """
     host, port = split_target(url, server)
@@ -127,7 +128,7 @@ def resolve(
     return addresses
 
 
-def _look_up(host: str, port: int, server: str, seconds: int, resolver: Resolver | None) -> list[str]:
+def _look_up(host: str, port: int, server: str, seconds: float, resolver: Resolver | None) -> list[str]:
     found: list[list[str]] = []
     failures: list[Exception] = []
     done = threading.Event()
@@ -146,7 +147,12 @@ def _look_up(host: str, port: int, server: str, seconds: int, resolver: Resolver
     threading.Thread(target=lookup, name="nr-llm-mcp-resolve", daemon=True).start()
     if not done.wait(seconds):
         raise McpTransportError(
-            "timeout", server, f"MCP server {server!r}: its host name did not resolve within {seconds} s."
+            "timeout",
+            server,
+            (
+                f"MCP server {server!r}: its host name did not resolve within the {seconds:.1f} s left "
+                "of this operation's budget."
+            ),
         )
     if not found or not found[0]:
         raise McpTransportError(

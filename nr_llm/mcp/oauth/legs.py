@@ -188,7 +188,7 @@ class OAuthLegs:
             found = resolve(
                 url,
                 self.server,
-                self.deadline.grant(),
+                self.deadline.wait_seconds(),
                 self._resolver,
                 remember_seconds=self._keepalive_seconds,
             )
