@@ -120,6 +120,7 @@ class LegWatchdog:
                 handle.close()
             self._handles.clear()
         _current.reset(self._token)
+        _WATCHMAN.disarm(self)
         self._settle(keep=self.reusable and not fired and not self.spoiled)
 
     def adopt(self, connection: Any) -> None:
@@ -169,7 +170,9 @@ class LegWatchdog:
 class _Watchman:
     """One thread for all legs: a heap of due times, so arming a leg costs a lock, not a thread start.
 
-    A finished leg stays in the heap until it comes due and is then dropped unfired.
+    A finished leg leaves the heap at once (``disarm``): with a long budget (there is no upper
+    clamp) it would otherwise stay there until its due time, and a burst of legs would pile up.
+    The heap holds the legs in progress only, so removing one costs a pass over few.
     """
 
     def __init__(self) -> None:
@@ -192,22 +195,30 @@ class _Watchman:
             if self._due[0][2] is watchdog:
                 self._condition.notify()
 
+    def disarm(self, watchdog: LegWatchdog) -> None:
+        with self._condition:
+            for index, entry in enumerate(self._due):
+                if entry[2] is watchdog:
+                    last = self._due.pop()
+                    if index < len(self._due):
+                        self._due[index] = last
+                        heapq.heapify(self._due)
+                    return
+
     def _run(self) -> None:
         with self._condition:
             while True:
                 if not self._due:
                     self._condition.wait()
                     continue
-                due, _, watchdog = self._due[0]
-                if watchdog.done:
-                    heapq.heappop(self._due)
-                    continue
-                wait = due - time.monotonic()
+                # Only the due time is held while waiting: a leg that ends meanwhile is let go.
+                wait = self._due[0][0] - time.monotonic()
                 if wait > 0:
                     self._condition.wait(wait)
                     continue
-                heapq.heappop(self._due)
+                _, _, watchdog = heapq.heappop(self._due)
                 watchdog.fire()
+                del watchdog
 
 
 _WATCHMAN = _Watchman()
