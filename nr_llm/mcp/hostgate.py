@@ -16,6 +16,7 @@ costs is the other way round: a server that moved is found that many seconds lat
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import threading
 import time
@@ -71,9 +72,16 @@ def split_target(url: str, server: str) -> tuple[str, int]:
 
 
 class _Answers:
-    """Resolver answers of this process, each until its time is up (monotonic seconds)."""
+    """Resolver answers of this process, each until its time is up (monotonic seconds).
+
+    A forked child starts with none and a new lock (``_forget``): a thread of the parent may
+    have held the lock at the fork and does not exist in the child to let it go.
+    """
 
     def __init__(self) -> None:
+        self._forget()
+
+    def _forget(self) -> None:
         self._lock = threading.Lock()
         self._answers: dict[tuple[str, int, Resolver | None], tuple[float, list[str]]] = {}
 
@@ -99,6 +107,7 @@ class _Answers:
 
 
 ANSWERS = _Answers()
+os.register_at_fork(after_in_child=ANSWERS._forget)
 
 
 def resolve(
