@@ -9,7 +9,12 @@ operation) by the client.
 
 from __future__ import annotations
 
+import re
+
 MASK = "[credential]"
+#: What stands for a query value (or a user-info) in a URL shown in a log line or a repr.
+QUERY_MASK = "[masked]"
+_USERINFO = re.compile(r"(?<=://)[^/?#@]*@")
 #: A clipped message (text.clean adds "…") may end in the start of the secret; a prefix
 #: shorter than this says too little to be worth masking and would hide innocent text.
 MIN_PREFIX = 4
@@ -26,3 +31,20 @@ def redact(text: str, secret: str | None) -> str:
             if body.endswith(secret[:length]):
                 return body[:-length] + MASK + "…"
     return text
+
+
+def masked_url(url: str) -> str:
+    """``url`` (or a request target, path and query) fit for a log line or a repr: every query
+    value masked, a user-info too. URLs carry API keys in their query (``?api_key=…``); the
+    names stay, so a reader still sees which parameters there were."""
+    url = _USERINFO.sub(f"{QUERY_MASK}@", url)
+    base, question, rest = url.partition("?")
+    if not question:
+        return url
+    query, hash_, fragment = rest.partition("#")
+    fields = [f"{name}={QUERY_MASK}" if equals else QUERY_MASK for name, equals, _ in _pairs(query)]
+    return f"{base}?{'&'.join(fields)}{hash_ and '#' + QUERY_MASK}"
+
+
+def _pairs(query: str) -> list[tuple[str, str, str]]:
+    return [field.partition("=") for field in query.split("&")] if query else []

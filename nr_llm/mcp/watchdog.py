@@ -36,6 +36,7 @@ import heapq
 import http.client
 import ipaddress
 import itertools
+import logging
 import os
 import socket
 import ssl
@@ -52,6 +53,7 @@ from urllib3.util.connection import create_connection
 from .headerlimit import CappedResponse
 from .hostgate import forbidden
 from .pool import Origin, process_pool
+from .redaction import masked_url
 
 
 class RefusedPeer(Exception):
@@ -232,6 +234,22 @@ def _shut(sock: socket.socket) -> None:
 
 
 _current: contextvars.ContextVar[LegWatchdog | None] = contextvars.ContextVar("nr_llm_leg", default=None)
+
+
+class _MaskedQueries(logging.Filter):
+    """urllib3's DEBUG line of each request quotes its target, query and all ("POST
+    /mcp?api_key=… HTTP/1.1" 200): in a leg of ours, every query value is masked before any
+    handler sees it. Other code's requests (outside a leg) are left as urllib3 logs them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _current.get() is not None and isinstance(record.args, tuple):
+            record.args = tuple(
+                masked_url(arg) if isinstance(arg, str) and "?" in arg else arg for arg in record.args
+            )
+        return True
+
+
+logging.getLogger("urllib3.connectionpool").addFilter(_MaskedQueries())
 
 
 class _LegResponse(CappedResponse):

@@ -1,0 +1,58 @@
+"""No secret in a URL's query reaches a log line or a repr (issue 25, item 8)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import pytest
+
+from nr_llm.mcp import Endpoint, McpClient
+from nr_llm.mcp.redaction import masked_url
+from tests.peers import running
+
+SECRET = "key-0a1b2c3d4e5f"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp"),
+        (f"https://mcp.example.com/mcp?api_key={SECRET}", "https://mcp.example.com/mcp?api_key=[masked]"),
+        (f"/mcp?tenant=a&token={SECRET}&flag", "/mcp?tenant=[masked]&token=[masked]&[masked]"),
+        (f"https://user:{SECRET}@mcp.example.com/mcp", "https://[masked]@mcp.example.com/mcp"),
+        (f"https://mcp.example.com/mcp?{SECRET}#{SECRET}", "https://mcp.example.com/mcp?[masked]#[masked]"),
+    ],
+)
+def test_masked_url_keeps_the_names_and_masks_every_value(url: str, shown: str) -> None:
+    """Query values and user-info are masked; scheme, host, path and parameter names stay."""
+    assert masked_url(url) == shown
+
+
+def test_an_endpoints_repr_shows_no_query_value_and_no_secret() -> None:
+    """repr(Endpoint) (a traceback's locals, a log line) shows the URL with its query masked."""
+    endpoint = Endpoint(
+        identifier="demo",
+        url=f"https://mcp.example.com/mcp?api_key={SECRET}",
+        credential=SECRET + "-credential",
+        auth_placement="bearer",
+    )
+    shown = repr(endpoint)
+    assert SECRET not in shown
+    assert "url='https://mcp.example.com/mcp?api_key=[masked]'" in shown and "'demo'" in shown
+
+
+@pytest.mark.e2e
+def test_urllib3s_debug_line_of_a_leg_shows_no_query_value(caplog: pytest.LogCaptureFixture) -> None:
+    """urllib3 logs each request's target at DEBUG; a leg's line has its query values masked
+    (against a real server on 127.0.0.1), and still says what was sent and answered."""
+    caplog.set_level(logging.DEBUG, logger="urllib3")
+    with running([sys.executable, "-m", "tests.peers.adversarial"]) as port:
+        url = f"http://127.0.0.1:{port}/fine/0/mcp?api_key={SECRET}&tenant=a"
+        report = McpClient(allow_private_networks=True).ping(Endpoint(identifier="query", url=url))
+    assert report.reachable, report
+    lines = [record.getMessage() for record in caplog.records if record.name.startswith("urllib3")]
+    assert any(
+        '"POST /fine/0/mcp?api_key=[masked]&tenant=[masked] HTTP/1.1" 200' in line for line in lines
+    ), lines
+    assert not [line for line in lines if SECRET in line]
