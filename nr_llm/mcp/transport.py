@@ -54,6 +54,7 @@ from .eventstream import EventStreamDecoder
 from .headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, HeaderFlood
 from .oauth.challenge import parse_challenge
 from .pool import DEFAULT_KEEPALIVE_SECONDS, process_pool
+from .redaction import Secrets
 from .sealed import Sealed
 from .text import NAME_LIMIT, clean
 from .watchdog import POOL_CLASSES, Delivery, LegWatchdog, RefusedPeer
@@ -644,8 +645,11 @@ class Transport:
         authorizer: OperationTokens | None = None,
         ca_bundle: str | None = None,
         keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
+        secrets: Secrets | None = None,
     ) -> None:
         self.endpoint = endpoint
+        # The operation's credentials, masked in every answer as it is decoded (redaction.py).
+        self.secrets = secrets or Secrets()
         self.server = endpoint.identifier
         self._peer = Peer(endpoint.identifier)
         self._legs = LegMachine(
@@ -844,7 +848,7 @@ class Transport:
             for event in decoder.events(reading.chunks()):
                 message = jsonrpc.decode(event.data, self.server, "an event")
                 if jsonrpc.is_answer(message, request_id):
-                    return message  # type: ignore[no-any-return]
+                    return self._masked(message)  # type: ignore[no-any-return]
             raise _EndedEarly(self.server, decoder.last_event_id, decoder.retry_ms)
         if reading.is_json:
             raw = reading.body()
@@ -859,7 +863,7 @@ class Transport:
                     self.server,
                     f"MCP server {self.server!r} sent JSON that answers no request of ours.",
                 )
-            return found
+            return self._masked(found)  # type: ignore[no-any-return]
         raise reading.wrong_media("neither JSON nor an event stream (is the URL an MCP endpoint?)")
 
     def _raise_rpc_error(self, reading: Reading) -> None:
@@ -873,12 +877,21 @@ class Transport:
         except (ValueError, RecursionError):
             return
         if isinstance(body, dict) and isinstance(body.get("error"), dict) and "result" not in body:
-            error = jsonrpc.error_of(body["error"], self.server, reading.status)
+            error = jsonrpc.error_of(self._masked(body["error"]), self.server, reading.status)
             if error.code is None:
                 # No usable code says no more than the status line: read it as a bare status
                 # (a 400/404/405 then reads as the other era's refusal, as without a body).
                 raise McpTransportError("status", self.server, str(error), http_status=reading.status)
             raise error
+
+    def _masked(self, value: Any) -> Any:
+        """``value`` decoded from the server, with every credential of the operation masked."""
+        try:
+            return self.secrets.mask_json(value)
+        except RecursionError:
+            raise McpTransportError(
+                "malformed", self.server, f"MCP server {self.server!r} sent JSON nested too deep."
+            ) from None
 
     def _check_status(self, reading: Reading, session_id: str | None, *, expects_body: bool) -> None:
         name = self.server

@@ -56,3 +56,23 @@ def test_urllib3s_debug_line_of_a_leg_shows_no_query_value(caplog: pytest.LogCap
         '"POST /fine/0/mcp?api_key=[masked]&tenant=[masked] HTTP/1.1" 200' in line for line in lines
     ), lines
     assert not [line for line in lines if SECRET in line]
+
+
+def test_secrets_mask_every_string_of_an_answer_longest_first() -> None:
+    """Every string of a decoded answer, keys included, at any depth; a secret that contains
+    another is masked whole; numbers and the rest stay as they were; a one-letter
+    "credential" masks nothing."""
+    from nr_llm.mcp.redaction import MASK, Secrets
+
+    secrets = Secrets()
+    secrets.add("tok-access")  # a prefix of the longer one
+    secrets.add("tok-access-123456")
+    secrets.add("t")  # too short to be a secret: not looked for
+    secrets.add(None)
+    answer = {
+        "result": {"content": [{"type": "text", "text": "sent tok-access-123456"}], "tok-access-123456": 1}
+    }
+    masked = secrets.mask_json(answer)
+    assert masked == {"result": {"content": [{"type": "text", "text": f"sent {MASK}"}], MASK: 1}}
+    assert "123456" not in repr(secrets)
+    assert Secrets().mask_json(answer) is answer

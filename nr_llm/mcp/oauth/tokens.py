@@ -30,6 +30,7 @@ from ..deadline import OperationDeadline
 from ..errors import AuthorizationError, ChallengeError, McpTransportError
 from ..hostgate import Resolver
 from ..pool import DEFAULT_KEEPALIVE_SECONDS
+from ..redaction import Secrets
 from .discovery import confirm_issuer, same_issuer
 from .grants import client_credentials, refresh
 from .identity import ClientConfig, WallClock, not_configured
@@ -75,8 +76,11 @@ class OperationTokens:
         resolver: Resolver | None = None,
         ca_bundle: str | None = None,
         keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
+        secrets: Secrets | None = None,
     ) -> None:
         self.server = server
+        # Every token this operation holds, for the client to mask in what servers send back.
+        self.secrets = secrets or Secrets()
         self.mcp_url = mcp_url
         self.settings = settings
         self.deadline = deadline
@@ -159,6 +163,7 @@ class OperationTokens:
         grant = self.store.load(self.server)
         if grant is None:
             return None
+        self._hold(grant)
         if not grant.issued_for(self.mcp_url):
             raise self._required("url_changed", grant.scopes)
         if self.config.issuer and not same_issuer(self.config.issuer, grant.issuer):
@@ -218,6 +223,7 @@ class OperationTokens:
         try:
             with self.store.exclusive(self.server, self.deadline):
                 grant, new = renew()
+                self._hold(grant)
                 if new:
                     obtained = grant
                     self.store.save(self.server, grant)
@@ -243,6 +249,10 @@ class OperationTokens:
                 scopes=obtained.scopes,
             ) from exc
         return grant
+
+    def _hold(self, grant: Grant) -> None:
+        self.secrets.add(grant.access_token)
+        self.secrets.add(grant.refresh_token)
 
     def _required(
         self, reason: str, scopes: tuple[str, ...], challenge: ChallengeError | None = None
