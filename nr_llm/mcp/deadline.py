@@ -83,6 +83,11 @@ class OperationDeadline:
             )
         return -(-remaining // _NS)
 
+    def of_its_own(self, budget_seconds: float) -> OperationDeadline:
+        """A deadline on the same clock for work that must be allowed to finish after this
+        operation has ended (a refresh, once sent: oauth/tokens.py), its clock not yet started."""
+        return OperationDeadline(budget_seconds, self._clock, self.server)
+
     def wait_seconds(self) -> float:
         """How long a wait that is no socket's (a host lookup) may take: exactly what is left,
         never rounded up. Asks ``grant`` first, so the clock starts and a budget too short for
