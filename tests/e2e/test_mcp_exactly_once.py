@@ -148,12 +148,15 @@ def test_an_error_after_a_2xx_status_line_is_accepted_and_never_sent_again(
     assert "POST initialize" not in after_call and "POST server/discover" not in after_call, methods
 
 
-@pytest.mark.parametrize("shape", ["refuse-32022", "refuse-400", "refuse-nocode"])
+@pytest.mark.parametrize(
+    "shape", ["refuse-32022", "refuse-400", "refuse-nocode", "refuse-nocode-404", "refuse-nocode-405"]
+)
 def test_a_refusal_that_proves_nothing_ran_falls_back_and_runs_once(
     tls: TestAuthority, origin: str, shape: str
 ) -> None:
-    """A remembered 2026 era whose call is refused before running (400 with -32022, a bare 400,
-    400 with an error object that has no code: as good as a bare 400), and a re-probe an old
+    """A remembered 2026 era whose call is refused before running (400 with -32022, a bare 400;
+    400, 404 or 405 with an error object whose code is absent or a string: as good as the bare
+    status, issue 25, item 12), and a re-probe an old
     backend answers: the call goes once more through the handshake, and the tool runs exactly
     once."""
     outcome, seen = _call(tls, origin, "modern", shape, "fallback")

@@ -22,7 +22,7 @@ from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
 from nr_llm.mcp.oauth.legs import OAuthLegs
 from nr_llm.mcp.pool import process_pool
 from nr_llm.mcp.transport import LegMachine
-from nr_llm.mcp.watchdog import WatchedHTTPSConnection
+from nr_llm.mcp.watchdog import _WATCHMAN, WatchedHTTPSConnection
 from tests.tls import (
     TestAuthority,
     log_entries,
@@ -325,6 +325,20 @@ def test_a_forked_child_never_uses_its_parents_connections(tls: TestAuthority, s
     middle = _handshakes(sdk, tls)
     assert client.call_tool(endpoint, "echo", {"text": "again"}).text == "again"
     assert _dialled_since(sdk, tls, middle) == 0  # the parent's connection, still whole
+
+
+def test_a_burst_of_calls_with_a_long_budget_leaves_no_leg_in_the_watchdog(
+    tls: TestAuthority, sdk: str
+) -> None:
+    """100 calls (each several legs) with a 3600 s budget against the SDK server: every leg
+    leaves the watchdog when it ends, so nothing piles up until its due time an hour later
+    (issue 25, item 10)."""
+    client = _client(tls)
+    endpoint = Endpoint(identifier="burst", url=sdk, budget_seconds=3600)
+    before = len(_WATCHMAN._due)
+    for number in range(100):
+        assert client.call_tool(endpoint, "echo", {"text": str(number)}).text == str(number)
+    assert len(_WATCHMAN._due) <= before
 
 
 @pytest.mark.parametrize("shape", ["pending", "buffered"])

@@ -48,7 +48,8 @@
                       connection closes with no status line); ``refuse-32601``,
                       ``refuse-32022``, ``refuse-400``, ``refuse-nocode`` refuse a 2026-era
                       tools/call before running it (200 with -32601, 400 with -32022, a bare
-                      400, 400 with an error object that has no code) and run a handshake-era
+                      400, 400 with an error object that has no code; ``refuse-nocode-404``
+                      and ``-405`` at that status, -405's code a string) and run a handshake-era
                       one; ``progress-error`` runs it and answers a 200 event stream: a progress
                       notification, then a -32602 error. Further segments before ``mcp`` are
                       free (a test's tag)
@@ -282,13 +283,14 @@ class Handler(BaseHTTPRequestHandler):
             if shape == "refuse-400":
                 self._send(400, b"Bad Request: Missing session ID", "text/plain")
                 return
-            if shape == "refuse-nocode":
-                refusal = {
-                    "jsonrpc": "2.0",
-                    "id": body["id"],
-                    "error": {"message": "Bad Request: no session"},
-                }
-                self._send(400, json.dumps(refusal).encode(), "application/json")
+            if shape.startswith("refuse-nocode"):
+                # refuse-nocode-404: that status; the code absent, or (at 405) not an integer.
+                status = int(shape.rpartition("-")[2]) if shape[-1].isdigit() else 400
+                error: dict[str, Any] = {"message": "Bad Request: no session"}
+                if status == 405:
+                    error["code"] = "-32601"
+                refusal = {"jsonrpc": "2.0", "id": body["id"], "error": error}
+                self._send(status, json.dumps(refusal).encode(), "application/json")
                 return
             code, status = (-32601, 200) if shape == "refuse-32601" else (-32022, 400)
             error = {"code": code, "message": "no", "data": {"supported": ["2025-11-25"]}}
