@@ -23,16 +23,17 @@ MIN_PREFIX = 4
 
 
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret``, and a clipped start of it, masked."""
+    """``text`` with every occurrence of ``secret``, and a clipped start of it, masked (before
+    any "…" clipping left: a clipped message may be followed by more of ours, "(code 1)")."""
     if not secret:
         return text
-    text = text.replace(secret, MASK)
-    if text.endswith("…"):
-        body = text[:-1]
+    pieces = text.replace(secret, MASK).split("…")
+    for index, body in enumerate(pieces[:-1]):
         for length in range(min(len(secret) - 1, len(body)), MIN_PREFIX - 1, -1):
             if body.endswith(secret[:length]):
-                return body[:-length] + MASK + "…"
-    return text
+                pieces[index] = body[:-length] + MASK
+                break
+    return "…".join(pieces)
 
 
 #: A credential shorter than this is not looked for by ``Secrets``: it would garble innocent

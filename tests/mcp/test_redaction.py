@@ -76,3 +76,13 @@ def test_secrets_mask_every_string_of_an_answer_longest_first() -> None:
     assert masked == {"result": {"content": [{"type": "text", "text": f"sent {MASK}"}], MASK: 1}}
     assert "123456" not in repr(secrets)
     assert Secrets().mask_json(answer) is answer
+
+
+def test_a_clipped_secret_is_masked_wherever_the_clipping_is() -> None:
+    """A message clipped mid-secret and followed by more text ("… (code 1)"), as an error's
+    detail is: the secret's start before the "…" is masked too."""
+    from nr_llm.mcp.redaction import MASK, redact
+
+    secret = "tok-access-123456"
+    assert redact(f"invalid {secret[:9]}… (code -32001)", secret) == f"invalid {MASK}… (code -32001)"
+    assert redact("a … b", secret) == "a … b"
