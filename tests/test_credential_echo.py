@@ -2,20 +2,28 @@
 it onto an admin page, into a message or into a tool result: against a real peer on 127.0.0.1."""
 
 import sys
+import time
 
 import pytest
 from django.urls import reverse
 
 from nr_llm import tools
+from nr_llm.authorization.store import DatabaseGrantStore
 from nr_llm.catalogue import import_catalogue
+from nr_llm.connection import test_connection
+from nr_llm.governance.ledger import preview_of
+from nr_llm.mcp.oauth import Grant
+from nr_llm.mcp.oauth.store import ClientRegistration
 from nr_llm.mcp.redaction import MASK, redact
-from nr_llm.models import McpServer
+from nr_llm.models import McpServer, ToolCall
 from tests.peers import running
 
 from .admin_clients import messages_of, post_action
 from .factories import McpServerFactory, McpToolFactory
 
 SECRET = "tok-echoed-ABCDEF-123456"
+ACCESS_TOKEN = "at-echoed-0a1b2c3d4e5f6a7b"
+REFRESH_TOKEN = "rt-kept-9f8e7d6c5b4a3f2e"
 
 
 def test_redact_masks_every_occurrence():
@@ -93,3 +101,46 @@ def test_the_try_tool_page_shows_no_credential(server, admin_client):
     assert "invalid credential" in text
     assert SECRET not in text
     assert McpServer.objects.get(pk=server.pk).credential_ciphertext not in text
+
+
+@pytest.fixture
+def oauth_server(tattle_url, settings, transactional_db):
+    """An OAuth server row with a stored, unexpired grant: its access token is what tattle quotes."""
+    settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
+    server = McpServerFactory.create(
+        identifier="oauthtattle", url=tattle_url, auth_placement="oauth", requires_approval=False
+    )
+    DatabaseGrantStore().save(
+        server.identifier,
+        Grant(
+            access_token=ACCESS_TOKEN,
+            refresh_token=REFRESH_TOKEN,
+            issuer="http://127.0.0.1:9",
+            token_endpoint="http://127.0.0.1:9/token/",
+            resource=tattle_url,
+            client=ClientRegistration("http://127.0.0.1:9", "client-id"),
+            expires_at=time.time() + 3600,
+            mcp_url=tattle_url,
+        ),
+    )
+    return server
+
+
+@pytest.mark.e2e
+def test_an_oauth_access_token_a_server_quotes_reaches_no_result_row_or_page(oauth_server, admin_client):
+    """The token quoted in a JSON-RPC error is masked in the tool result, the ledger's kept
+    answer, import_error and the connection test's message (issue 25, item 7)."""
+    McpToolFactory.create(server=oauth_server, remote_name="echo", enabled=True)
+    result = tools.execute("mcp_oauthtattle_echo", {})
+    assert result.is_error and f"invalid credential Bearer {MASK}" in result.text, result.text
+    kept = preview_of(ToolCall.objects.get(tool_name="mcp_oauthtattle_echo"))
+    assert "invalid credential Bearer" in kept and ACCESS_TOKEN not in kept
+
+    report = import_catalogue(oauth_server)
+    oauth_server.refresh_from_db()
+    assert f"Bearer {MASK}" in report.refused and ACCESS_TOKEN not in oauth_server.import_error
+
+    tested = test_connection(oauth_server)
+    assert f"Bearer {MASK}" in tested.report.error and ACCESS_TOKEN not in tested.report.error
+    for text in (result.text, kept, report.refused, oauth_server.import_error, tested.report.error):
+        assert ACCESS_TOKEN not in text and REFRESH_TOKEN not in text

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from . import modern, resend
-from .content import DEFAULT_LIMITS, ContentLimits, masked, outcome_of
+from .content import DEFAULT_LIMITS, ContentLimits, outcome_of
 from .deadline import Clock, MonotonicClock, OperationDeadline
 from .endpoint import Endpoint
 from .eras import DEFAULT_ERA_CACHE_SECONDS, EraCache, cache_key, lifetime_seconds, process_cache
@@ -47,7 +47,7 @@ from .oauth.identity import WallClock
 from .oauth.tokens import OperationTokens, SystemWallClock
 from .param_headers import param_headers
 from .pool import DEFAULT_KEEPALIVE_SECONDS
-from .redaction import redact
+from .redaction import Secrets
 from .results import CallOutcome, ConnectionReport
 from .text import NAME_LIMIT, clean
 from .transport import (
@@ -220,13 +220,11 @@ class McpClient:
 
         def call(conversation: Conversation) -> tuple[CallOutcome, int]:
             handed.append(conversation)
+            # The result came masked: a credential a server echoes never reaches a model.
             result, latency_ms = conversation.request(
                 "tools/call", {"name": name, "arguments": arguments}, headers
             )
             outcome = outcome_of(result, endpoint.identifier, output_schema, self.result_limits)
-            # A server echoing the OAuth access token it was sent must not hand it to a model.
-            bearer = conversation.transport.sent_bearer
-            outcome = masked(outcome, lambda text: redact(text, bearer))
             return dataclasses.replace(outcome, era=conversation.era), latency_ms
 
         try:
@@ -259,11 +257,32 @@ class McpClient:
     ) -> T:
         """Run ``work`` in the origin's era; a remembered era that proves wrong (a refusal that
         shows nothing ran) is dropped and the work runs once more the other way, within the
-        same budget."""
+        same budget.
+
+        Every credential of the operation (``secrets``) is masked where server text enters: in
+        each answer the transport decodes, and in the message of any error that leaves here.
+        """
+        secrets = Secrets()
+        if endpoint.needs_credential:
+            secrets.add(endpoint.credential)
+        try:
+            return self._operate_masked(endpoint, work, opens, responder, secrets)
+        except McpTransportError as exc:
+            _mask_error(exc, secrets)
+            raise
+
+    def _operate_masked(
+        self,
+        endpoint: Endpoint,
+        work: Callable[[Conversation], tuple[T, int]],
+        opens: bool,
+        responder: InputResponder | None,
+        secrets: Secrets,
+    ) -> T:
         key = cache_key(endpoint.url)
         # Looked up before the operation's clock starts: the lookup is not a leg.
         known = self.era_cache.get(key, self.clock.monotonic_ns())
-        with self._transport(endpoint) as (transport, deadline):
+        with self._transport(endpoint, secrets) as (transport, deadline):
             if known is None:
                 conversation = self._negotiate(transport, deadline, key, responder)
                 answer, latency_ms = _run_once(conversation, work, opens)
@@ -324,7 +343,9 @@ class McpClient:
         return HandshakeConversation(transport, deadline)
 
     @contextlib.contextmanager
-    def _transport(self, endpoint: Endpoint) -> Iterator[tuple[Transport, OperationDeadline]]:
+    def _transport(
+        self, endpoint: Endpoint, secrets: Secrets
+    ) -> Iterator[tuple[Transport, OperationDeadline]]:
         deadline = OperationDeadline(endpoint.budget_seconds, self.clock, endpoint.identifier)
         # These refusals come before any session exists: nothing is sent, nothing attached.
         credential_headers = auth_headers(endpoint)
@@ -335,7 +356,7 @@ class McpClient:
         addresses = resolve(
             endpoint.url,
             endpoint.identifier,
-            deadline.grant(),
+            deadline.wait_seconds(),
             self.resolver,
             remember_seconds=self.keepalive_seconds,
         )
@@ -354,6 +375,7 @@ class McpClient:
                 resolver=self.resolver,
                 ca_bundle=self.ca_bundle,
                 keepalive_seconds=self.keepalive_seconds,
+                secrets=secrets,
             )
         session = self.session_factory()
         try:
@@ -372,6 +394,7 @@ class McpClient:
                     authorizer=tokens,
                     ca_bundle=self.ca_bundle,
                     keepalive_seconds=self.keepalive_seconds,
+                    secrets=secrets,
                 ),
                 deadline,
             )
@@ -396,6 +419,19 @@ class _WrongEra(Exception):
     def __init__(self, error: McpTransportError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+def _mask_error(exc: McpTransportError, secrets: Secrets) -> None:
+    """Mask ``exc``'s message and data, and those of the errors it was raised from (a logged
+    traceback shows them), in place: its type and attributes are what callers branch on."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while isinstance(current, McpTransportError) and id(current) not in seen:
+        seen.add(id(current))
+        if current.args and isinstance(current.args[0], str):
+            current.args = (secrets.mask(current.args[0]), *current.args[1:])
+        current.data = secrets.mask_json(current.data)
+        current = current.__cause__ or current.__context__
 
 
 def _is_era_evidence(exc: McpTransportError) -> bool:

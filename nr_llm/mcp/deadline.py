@@ -66,6 +66,15 @@ class OperationDeadline:
         Raises ``deadline_exhausted`` when less than the floor is left, so the leg is
         never built, let alone sent.
         """
+        return -(-self._left_for_a_leg() // _NS)
+
+    def wait_seconds(self) -> float:
+        """How long a wait that is no socket's (a host lookup) may take: exactly what is left,
+        never rounded up; checked, and the clock started, as by ``grant``."""
+        return self._left_for_a_leg() / _NS
+
+    def _left_for_a_leg(self) -> int:
+        """What is left (ns), starting the clock; ``deadline_exhausted`` below a leg's floor."""
         remaining = self.remaining_ns()
         if self._started_ns is None:
             # The clock starts when the first leg asks, so the first leg always gets the
@@ -81,4 +90,9 @@ class OperationDeadline:
                 f"needs at least {MINIMUM_LEG_SECONDS} s). The budget is this installation's "
                 "setting; raise it if the server is slow but legitimate.",
             )
-        return -(-remaining // _NS)
+        return remaining
+
+    def of_its_own(self, budget_seconds: float) -> OperationDeadline:
+        """A deadline on the same clock for work that must be allowed to finish after this
+        operation has ended (a refresh, once sent: oauth/tokens.py), its clock not yet started."""
+        return OperationDeadline(budget_seconds, self._clock, self.server)

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from .redaction import masked_url
+
 if TYPE_CHECKING:
     from .oauth import OAuthSettings
 
 AuthPlacement = Literal["none", "bearer", "header"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Endpoint:
     identifier: str
     url: str
@@ -24,6 +26,14 @@ class Endpoint:
     credential_problem: str = ""
     # OAuth 2.1 (MCP authorization): the bearer token comes from here, not from ``credential``.
     oauth: OAuthSettings | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        # The URL's query values masked (an API key travels there), the secrets left out.
+        return (
+            f"Endpoint(identifier={self.identifier!r}, url={masked_url(self.url)!r}, "
+            f"budget_seconds={self.budget_seconds!r}, auth_placement={self.auth_placement!r}, "
+            f"auth_header_name={self.auth_header_name!r}, credential_problem={self.credential_problem!r})"
+        )
 
     @property
     def needs_credential(self) -> bool:

@@ -19,9 +19,11 @@ Each process keeps its own cache (a gunicorn worker probes once for itself).
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 import threading
 import urllib.parse
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
@@ -76,11 +78,20 @@ def lifetime_seconds(ttl_ms: object, default_seconds: float) -> float:
 
 
 class EraCache:
-    """Verdicts by origin, with expiry on the caller's monotonic clock; thread-safe."""
+    """Verdicts by origin, with expiry on the caller's monotonic clock; thread-safe.
+
+    Fork-safe: a forked child (gunicorn ``--preload``) gets a new lock, since a thread of the
+    parent may have held it at the fork and does not exist in the child to let it go. The
+    verdicts are kept: they describe servers, not the process.
+    """
 
     def __init__(self, maximum: int = MAXIMUM_ORIGINS) -> None:
         self._maximum = maximum
         self._verdicts: OrderedDict[str, Verdict] = OrderedDict()
+        self._lock = threading.Lock()
+        _CACHES.add(self)
+
+    def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()
 
     def get(self, key: str, now_ns: int) -> Verdict | None:
@@ -110,6 +121,15 @@ class EraCache:
             self._verdicts.clear()
 
 
+_CACHES: weakref.WeakSet[EraCache] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for cache in list(_CACHES):
+        cache._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 _PROCESS_CACHE = EraCache()
 
 

@@ -40,10 +40,12 @@ Exception tree::
                                            grant that could not be read or kept
 
 ``accepted`` is the transport's one signal for resending (resend.py): True on every failure
-that came after a 2xx status line for the request's POST, whatever its kind. A JSON-RPC error
-answer is no failure of the transport (its code tells whether the request ran). ``written``
-is False only when the leg machine saw that the request never fully left (a connection or TLS
-handshake that timed out): "could not run" is then true (resend.may_have_run).
+that came after a 2xx status line for the request's POST, whatever its kind, a JSON-RPC error
+answering a ``tools/call`` on a 2xx answer included (the server took the call, whatever the
+code says). A JSON-RPC error in a 4xx body is not accepted: its code tells whether the request
+ran (one with no usable code is read as the bare status, ``status``). ``written`` is False only
+when the leg machine saw that the request never fully left (a connection or TLS handshake that
+timed out): "could not run" is then true (resend.may_have_run).
 
 Configuration errors are not in this tree: they are Django's ``ImproperlyConfigured``
 and system checks. The message always names the server's identifier and never a

@@ -16,6 +16,7 @@ costs is the other way round: a server that moved is found that many seconds lat
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import threading
 import time
@@ -71,9 +72,16 @@ def split_target(url: str, server: str) -> tuple[str, int]:
 
 
 class _Answers:
-    """Resolver answers of this process, each until its time is up (monotonic seconds)."""
+    """Resolver answers of this process, each until its time is up (monotonic seconds).
+
+    A forked child starts with none and a new lock (``_forget``): a thread of the parent may
+    have held the lock at the fork and does not exist in the child to let it go.
+    """
 
     def __init__(self) -> None:
+        self._forget()
+
+    def _forget(self) -> None:
         self._lock = threading.Lock()
         self._answers: dict[tuple[str, int, Resolver | None], tuple[float, list[str]]] = {}
 
@@ -99,17 +107,19 @@ class _Answers:
 
 
 ANSWERS = _Answers()
+os.register_at_fork(after_in_child=ANSWERS._forget)
 
 
 def resolve(
-    url: str, server: str, seconds: int, resolver: Resolver | None = None, *, remember_seconds: float = 0.0
+    url: str, server: str, seconds: float, resolver: Resolver | None = None, *, remember_seconds: float = 0.0
 ) -> list[str]:
     """Every address the URL's host resolves to, looked up once within ``seconds``, or the
     answer of a lookup less than ``remember_seconds`` ago.
 
     The system resolver has no timeout of its own, so the lookup (``resolver``, the system's
-    by default) runs on a daemon thread that the operation stops waiting for when its grant
-    is spent. The connections of the operation then use exactly these addresses: what the
+    by default) runs on a daemon thread that the operation stops waiting for after ``seconds``:
+    exactly what is left of its budget (``OperationDeadline.wait_seconds``), not a leg's grant
+    rounded up to whole seconds. The connections of the operation then use exactly these addresses: what the
     gate judged is what is dialled. The URL's host stays the TLS identity (watchdog.py).
     """
     host, port = split_target(url, server)
@@ -127,7 +137,7 @@ def resolve(
     return addresses
 
 
-def _look_up(host: str, port: int, server: str, seconds: int, resolver: Resolver | None) -> list[str]:
+def _look_up(host: str, port: int, server: str, seconds: float, resolver: Resolver | None) -> list[str]:
     found: list[list[str]] = []
     failures: list[Exception] = []
     done = threading.Event()
@@ -146,7 +156,12 @@ def _look_up(host: str, port: int, server: str, seconds: int, resolver: Resolver
     threading.Thread(target=lookup, name="nr-llm-mcp-resolve", daemon=True).start()
     if not done.wait(seconds):
         raise McpTransportError(
-            "timeout", server, f"MCP server {server!r}: its host name did not resolve within {seconds} s."
+            "timeout",
+            server,
+            (
+                f"MCP server {server!r}: its host name did not resolve within the {seconds:.1f} s left "
+                "of this operation's budget."
+            ),
         )
     if not found or not found[0]:
         raise McpTransportError(

@@ -68,7 +68,8 @@ class IdlePool:
     def take(
         self, origin: Origin, fit: Hashable, addresses: tuple[str, ...], keepalive_seconds: float
     ) -> Any | None:
-        """The most recently used idle connection that fits and is still open, or None."""
+        """The most recently used idle connection that fits, is still open and holds nothing
+        unread, or None."""
         if keepalive_seconds <= 0:
             return None
         while True:
@@ -89,7 +90,7 @@ class IdlePool:
             # socket reads: EOF or an alert, never an answer we are owed), is dropped here.
             now = self._clock()
             fresh = now < found.until and now - found.since < keepalive_seconds
-            if fresh and found.connection.is_connected:
+            if fresh and found.connection.is_connected and not _pending(found.connection):
                 return found.connection
             found.connection.close()
 
@@ -154,6 +155,13 @@ class IdlePool:
                 with contextlib.suppress(OSError):
                     os.close(sock.detach())
             entry.connection.sock = None
+
+
+def _pending(connection: Any) -> bool:
+    """Decrypted bytes wait in the connection's TLS layer: nothing we are owed (the socket poll
+    of ``is_connected`` cannot see them), so the next leg must not read them as its answer."""
+    pending = getattr(connection.sock, "pending", None)
+    return pending is not None and pending() > 0
 
 
 _POOL = IdlePool()

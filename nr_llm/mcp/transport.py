@@ -54,6 +54,7 @@ from .eventstream import EventStreamDecoder
 from .headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, HeaderFlood
 from .oauth.challenge import parse_challenge
 from .pool import DEFAULT_KEEPALIVE_SECONDS, process_pool
+from .redaction import Secrets
 from .sealed import Sealed
 from .text import NAME_LIMIT, clean
 from .watchdog import POOL_CLASSES, Delivery, LegWatchdog, RefusedPeer
@@ -647,8 +648,11 @@ class Transport:
         authorizer: OperationTokens | None = None,
         ca_bundle: str | None = None,
         keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
+        secrets: Secrets | None = None,
     ) -> None:
         self.endpoint = endpoint
+        # The operation's credentials, masked in every answer as it is decoded (redaction.py).
+        self.secrets = secrets or Secrets()
         self.server = endpoint.identifier
         self._peer = Peer(endpoint.identifier)
         self._legs = LegMachine(
@@ -681,11 +685,11 @@ class Transport:
         """
         while True:
             try:
-                return self._leg(
+                reply = self._leg(
                     deadline, "POST", message, session_id, protocol_version, extra_headers=extra_headers
                 )
             except _EndedEarly as ended:
-                return self._resume(deadline, ended, message, session_id, protocol_version)
+                reply = self._resume(deadline, ended, message, session_id, protocol_version)
             except _Unanswered as unanswered:
                 if message.get("method") != "tools/call":
                     raise
@@ -699,10 +703,22 @@ class Transport:
                 self.auth_headers = bearer_header(
                     self.authorizer.after_challenge(challenge, self.sent_bearer)
                 )
+                continue
             except McpTransportError as exc:
                 if not exc.accepted:
                     raise
                 raise _after_acceptance(self.server, message, exc) from exc
+            return self._taken(message, reply)
+
+    def _taken(self, message: dict[str, Any], reply: Reply) -> Reply:
+        """``reply`` came after a 2xx status line (or a resumed stream of one): a JSON-RPC error
+        answering a tools/call is then ``accepted``. The server took the call (an event stream
+        may have said it was running), so no fallback may send it again, whatever the code."""
+        answer = reply.answer
+        if message.get("method") == "tools/call" and answer is not None and "error" in answer:
+            refused = jsonrpc.error_of(answer["error"], self.server)
+            raise _after_acceptance(self.server, message, refused)
+        return reply
 
     @property
     def sent_bearer(self) -> str | None:
@@ -798,8 +814,15 @@ class Transport:
 
         def read(reading: Reading) -> tuple[dict[str, Any] | None, str | None, int]:
             answer = self._answer(reading, request_id, session_id)
+            issued = reading.headers.get("Mcp-Session-Id")
+            if issued is not None and not _VISIBLE_ASCII.fullmatch(issued):
+                # Inside the leg: its connection is closed, not kept for the next leg; the leg
+                # machine marks it accepted (a 2xx came: the request may have run).
+                raise McpTransportError(
+                    "malformed", self.server, f"MCP server {self.server!r} issued an invalid session id."
+                )
             latency_ms = (self._clock.monotonic_ns() - reading.started_ns) // 1_000_000
-            return answer, reading.headers.get("Mcp-Session-Id"), latency_ms
+            return answer, issued, latency_ms
 
         answer, issued, latency_ms = self._legs.send(
             deadline,
@@ -813,13 +836,6 @@ class Transport:
             quote_location=True,
             repeatable=resend.repeatable(method, message.get("method") if message is not None else None),
         )
-        if issued is not None and not _VISIBLE_ASCII.fullmatch(issued):
-            raise McpTransportError(
-                "malformed",
-                self.server,
-                f"MCP server {self.server!r} issued an invalid session id.",
-                accepted=True,  # with a 2xx answer (send returned): the request may have run
-            )
         return Reply(answer=answer, session_id=issued, latency_ms=latency_ms)
 
     def _answer(self, reading: Reading, request_id: object, session_id: str | None) -> dict[str, Any] | None:
@@ -836,7 +852,7 @@ class Transport:
             for event in decoder.events(reading.chunks()):
                 message = jsonrpc.decode(event.data, self.server, "an event")
                 if jsonrpc.is_answer(message, request_id):
-                    return message  # type: ignore[no-any-return]
+                    return self._masked(message)  # type: ignore[no-any-return]
             raise _EndedEarly(self.server, decoder.last_event_id, decoder.retry_ms)
         if reading.is_json:
             raw = reading.body()
@@ -851,7 +867,7 @@ class Transport:
                     self.server,
                     f"MCP server {self.server!r} sent JSON that answers no request of ours.",
                 )
-            return found
+            return self._masked(found)  # type: ignore[no-any-return]
         raise reading.wrong_media("neither JSON nor an event stream (is the URL an MCP endpoint?)")
 
     def _raise_rpc_error(self, reading: Reading) -> None:
@@ -865,7 +881,21 @@ class Transport:
         except (ValueError, RecursionError):
             return
         if isinstance(body, dict) and isinstance(body.get("error"), dict) and "result" not in body:
-            raise jsonrpc.error_of(body["error"], self.server, reading.status)
+            error = jsonrpc.error_of(self._masked(body["error"]), self.server, reading.status)
+            if error.code is None:
+                # No usable code says no more than the status line: read it as a bare status
+                # (a 400/404/405 then reads as the other era's refusal, as without a body).
+                raise McpTransportError("status", self.server, str(error), http_status=reading.status)
+            raise error
+
+    def _masked(self, value: Any) -> Any:
+        """``value`` decoded from the server, with every credential of the operation masked."""
+        try:
+            return self.secrets.mask_json(value)
+        except RecursionError:
+            raise McpTransportError(
+                "malformed", self.server, f"MCP server {self.server!r} sent JSON nested too deep."
+            ) from None
 
     def _check_status(self, reading: Reading, session_id: str | None, *, expects_body: bool) -> None:
         name = self.server

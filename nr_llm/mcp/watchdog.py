@@ -36,8 +36,10 @@ import heapq
 import http.client
 import ipaddress
 import itertools
+import logging
 import os
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Hashable
@@ -51,6 +53,7 @@ from urllib3.util.connection import create_connection
 from .headerlimit import CappedResponse
 from .hostgate import forbidden
 from .pool import Origin, process_pool
+from .redaction import masked_url
 
 
 class RefusedPeer(Exception):
@@ -97,6 +100,8 @@ class LegWatchdog:
         self.delivery = delivery or Delivery()
         # Set by the leg machine once the answer was read to its end: the connection may be kept.
         self.reusable = False
+        # Bytes came past the answer (``_LegResponse``): the connection is never kept.
+        self.spoiled = False
         self.connection: Any = None
         self.fired = False
         self.done = False
@@ -117,7 +122,8 @@ class LegWatchdog:
                 handle.close()
             self._handles.clear()
         _current.reset(self._token)
-        self._settle(keep=self.reusable and not fired)
+        _WATCHMAN.disarm(self)
+        self._settle(keep=self.reusable and not fired and not self.spoiled)
 
     def adopt(self, connection: Any) -> None:
         """``connection`` serves this leg; its end keeps or closes it."""
@@ -166,7 +172,9 @@ class LegWatchdog:
 class _Watchman:
     """One thread for all legs: a heap of due times, so arming a leg costs a lock, not a thread start.
 
-    A finished leg stays in the heap until it comes due and is then dropped unfired.
+    A finished leg leaves the heap at once (``disarm``): with a long budget (there is no upper
+    clamp) it would otherwise stay there until its due time, and a burst of legs would pile up.
+    The heap holds the legs in progress only, so removing one costs a pass over few.
     """
 
     def __init__(self) -> None:
@@ -189,22 +197,30 @@ class _Watchman:
             if self._due[0][2] is watchdog:
                 self._condition.notify()
 
+    def disarm(self, watchdog: LegWatchdog) -> None:
+        with self._condition:
+            for index, entry in enumerate(self._due):
+                if entry[2] is watchdog:
+                    last = self._due.pop()
+                    if index < len(self._due):
+                        self._due[index] = last
+                        heapq.heapify(self._due)
+                    return
+
     def _run(self) -> None:
         with self._condition:
             while True:
                 if not self._due:
                     self._condition.wait()
                     continue
-                due, _, watchdog = self._due[0]
-                if watchdog.done:
-                    heapq.heappop(self._due)
-                    continue
-                wait = due - time.monotonic()
+                # Only the due time is held while waiting: a leg that ends meanwhile is let go.
+                wait = self._due[0][0] - time.monotonic()
                 if wait > 0:
                     self._condition.wait(wait)
                     continue
-                heapq.heappop(self._due)
+                _, _, watchdog = heapq.heappop(self._due)
                 watchdog.fire()
+                del watchdog
 
 
 _WATCHMAN = _Watchman()
@@ -220,8 +236,29 @@ def _shut(sock: socket.socket) -> None:
 _current: contextvars.ContextVar[LegWatchdog | None] = contextvars.ContextVar("nr_llm_leg", default=None)
 
 
+class _MaskedQueries(logging.Filter):
+    """urllib3's DEBUG line of each request quotes its target, query and all ("POST
+    /mcp?api_key=… HTTP/1.1" 200): in a leg of ours, every query value is masked before any
+    handler sees it. Other code's requests (outside a leg) are left as urllib3 logs them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _current.get() is not None and isinstance(record.args, tuple):
+            record.args = tuple(
+                masked_url(arg) if isinstance(arg, str) and "?" in arg else arg for arg in record.args
+            )
+        return True
+
+
+logging.getLogger("urllib3.connectionpool").addFilter(_MaskedQueries())
+
+
 class _LegResponse(CappedResponse):
-    """The answer's head, noting for the leg whether any byte of it arrived (even when it then fails)."""
+    """The answer's head, noting for the leg whether any byte of it arrived (even when it then
+    fails), and whether anything followed the answer on its connection."""
+
+    def __init__(self, sock: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self._leg_sock = sock
 
     def begin(self) -> None:
         try:
@@ -230,6 +267,31 @@ class _LegResponse(CappedResponse):
             watchdog = _current.get()
             if watchdog is not None and self.head_bytes:
                 watchdog.delivery.answered = True
+
+    def _close_conn(self) -> None:
+        # Called when the body ended (or the answer is dropped), before the buffered file goes.
+        watchdog = _current.get()
+        if self.fp is not None and watchdog is not None and _unread(self.fp, self._leg_sock):
+            watchdog.spoiled = True
+        super()._close_conn()  # type: ignore[misc]
+
+
+def _unread(fp: Any, sock: Any) -> bool:
+    """Anything already sent past the answer: read ahead into ``fp``'s buffer, decrypted and
+    waiting in the TLS layer (``SSLSocket.pending()``: a socket poll cannot see it), or in the
+    kernel. Looked at without waiting; whatever it is, the next leg must not read it as its
+    answer. A connection that cannot even be looked at is not worth keeping either."""
+    try:
+        timeout = sock.gettimeout()
+        sock.settimeout(0)
+        try:
+            return bool(fp.peek(1))
+        finally:
+            sock.settimeout(timeout)
+    except (ssl.SSLWantReadError, BlockingIOError):
+        return False  # nothing there
+    except (OSError, ValueError):
+        return True
 
 
 class _Watched:

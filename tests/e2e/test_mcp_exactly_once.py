@@ -119,13 +119,46 @@ def test_a_call_whose_connection_closes_unanswered_is_not_sent_again(
     assert methods.count("ran") == 1 and methods.count("POST tools/call") == 1, methods
 
 
-@pytest.mark.parametrize("shape", ["refuse-32601", "refuse-32022", "refuse-400"])
+@pytest.mark.parametrize(
+    ("era", "shape", "ran"),
+    [
+        # The issue's shape (issue 25, item 2): the tool runs (a progress notification says so)
+        # and fails with -32602 on the POST's 200 stream; the re-probe, answered by an old
+        # backend of a rolling deploy, used to send the call again through the handshake.
+        ("modern", "progress-error", 1),
+        ("handshake", "progress-error", 1),
+        # A 200 status line took the call, whatever its error's code says: not sent again.
+        ("modern", "refuse-32601", 0),
+    ],
+)
+def test_an_error_after_a_2xx_status_line_is_accepted_and_never_sent_again(
+    tls: TestAuthority, origin: str, era: str, shape: str, ran: int
+) -> None:
+    """A JSON-RPC error answering a tools/call after a 2xx status line is ``rpc_error`` with
+    ``accepted`` set and its code kept; no re-probe, no other era, no second tools/call."""
+    error, seen = _call(tls, origin, era, shape, "accepted-error")
+    assert isinstance(error, McpTransportError), error
+    assert (error.kind, error.accepted) == ("rpc_error", True)
+    assert error.code == (-32602 if shape == "progress-error" else -32601)
+    assert "may have run" in str(error)
+    methods = _methods(seen)
+    assert methods.count("ran") == ran, methods
+    after_call = methods[methods.index("POST tools/call") :]
+    assert after_call.count("POST tools/call") == 1, methods
+    assert "POST initialize" not in after_call and "POST server/discover" not in after_call, methods
+
+
+@pytest.mark.parametrize(
+    "shape", ["refuse-32022", "refuse-400", "refuse-nocode", "refuse-nocode-404", "refuse-nocode-405"]
+)
 def test_a_refusal_that_proves_nothing_ran_falls_back_and_runs_once(
     tls: TestAuthority, origin: str, shape: str
 ) -> None:
-    """A remembered 2026 era whose call is refused before running (200 with -32601, 400 with
-    -32022, a bare 400), and a re-probe an old backend answers: the call goes once more through
-    the handshake, and the tool runs exactly once."""
+    """A remembered 2026 era whose call is refused before running (400 with -32022, a bare 400;
+    400, 404 or 405 with an error object whose code is absent or a string: as good as the bare
+    status, issue 25, item 12), and a re-probe an old
+    backend answers: the call goes once more through the handshake, and the tool runs exactly
+    once."""
     outcome, seen = _call(tls, origin, "modern", shape, "fallback")
     assert not isinstance(outcome, McpTransportError), outcome
     assert outcome.text == "done"

@@ -22,7 +22,7 @@ from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
 from nr_llm.mcp.oauth.legs import OAuthLegs
 from nr_llm.mcp.pool import process_pool
 from nr_llm.mcp.transport import LegMachine
-from nr_llm.mcp.watchdog import WatchedHTTPSConnection
+from nr_llm.mcp.watchdog import _WATCHMAN, WatchedHTTPSConnection
 from tests.tls import (
     TestAuthority,
     log_entries,
@@ -325,6 +325,48 @@ def test_a_forked_child_never_uses_its_parents_connections(tls: TestAuthority, s
     middle = _handshakes(sdk, tls)
     assert client.call_tool(endpoint, "echo", {"text": "again"}).text == "again"
     assert _dialled_since(sdk, tls, middle) == 0  # the parent's connection, still whole
+
+
+def test_a_burst_of_calls_with_a_long_budget_leaves_no_leg_in_the_watchdog(
+    tls: TestAuthority, sdk: str
+) -> None:
+    """100 calls (each several legs) with a 3600 s budget against the SDK server: every leg
+    leaves the watchdog when it ends, so nothing piles up until its due time an hour later
+    (issue 25, item 10)."""
+    client = _client(tls)
+    endpoint = Endpoint(identifier="burst", url=sdk, budget_seconds=3600)
+    before = len(_WATCHMAN._due)
+    for number in range(100):
+        assert client.call_tool(endpoint, "echo", {"text": str(number)}).text == str(number)
+    assert len(_WATCHMAN._due) <= before
+
+
+@pytest.mark.parametrize("shape", ["pending", "buffered"])
+def test_bytes_past_an_answer_never_reach_the_next_call(tls: TestAuthority, origin: str, shape: str) -> None:
+    """A server sends a forged answer behind its real one, on the same TLS connection: left in
+    the TLS layer (``pending``, where the socket poll before reuse cannot see it) or read ahead
+    with the head (``buffered``). The next call to that origin, another server row, gets its own
+    answer on a new connection, never the forgery (issue 25, item 6)."""
+    client = _client(tls)
+    victim = Endpoint(identifier="victim", url=f"{origin}/leftover/victim/{shape}/mcp", budget_seconds=BUDGET)
+    assert client.ping(victim).era == "modern"
+    spoiler = Endpoint(identifier="spoiler", url=f"{origin}/leftover/{shape}/mcp", budget_seconds=BUDGET)
+    assert client.call_tool(spoiler, "echo", {"text": "x"}).text == "done"
+    assert process_pool().count() == 0
+    assert client.call_tool(victim, "echo", {"text": "x"}).text == "done"
+
+
+def test_an_answer_with_an_invalid_session_id_closes_its_connection(tls: TestAuthority, origin: str) -> None:
+    """An initialize answered whole and kept alive, but with a session id no header may carry
+    back (spaces): the operation ends ``malformed``, checked inside the leg, so that answer's
+    connection is closed, not kept for the next leg (issue 25, item 12)."""
+    client = _client(tls)
+    report = client.ping(
+        Endpoint(identifier="bad-session", url=f"{origin}/bad-session/0/mcp", budget_seconds=BUDGET)
+    )
+    assert report.failure is not None and report.failure.kind == "malformed", report
+    assert "invalid session id" in report.error
+    assert process_pool().count() == 0
 
 
 def test_a_pooled_connection_is_bounded_by_the_budget_like_a_new_one(tls: TestAuthority, origin: str) -> None:

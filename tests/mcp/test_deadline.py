@@ -118,3 +118,16 @@ def test_a_one_second_budget_sends_its_first_leg_on_a_moving_clock() -> None:
     assert deadline.grant() == 1
     with pytest.raises(McpTransportError, match="not asked"):
         deadline.grant()
+
+
+def test_a_wait_gets_exactly_what_is_left_never_rounded_up() -> None:
+    """wait_seconds: the exact remainder (a host lookup's wait), after grant checked a leg fits."""
+    clock = FakeClock()
+    deadline = OperationDeadline(5, clock, "demo")
+    assert deadline.wait_seconds() == 5.0
+    clock.advance(3.75)
+    assert deadline.wait_seconds() == 1.25
+    clock.advance(0.5)
+    with pytest.raises(McpTransportError) as spent:
+        deadline.wait_seconds()
+    assert spent.value.kind == "deadline_exhausted"

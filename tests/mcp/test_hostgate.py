@@ -144,7 +144,7 @@ def test_a_hanging_resolver_is_bounded_by_the_budget(monkeypatch) -> None:
         )
     finally:
         released.set()
-    assert report.reachable is False and "did not resolve within 1 s" in report.error
+    assert report.reachable is False and "did not resolve within the 1.0 s left" in report.error
     assert time.monotonic() - started < 2
 
 
@@ -230,6 +230,30 @@ def test_an_injected_resolver_that_hangs_is_bounded_by_the_grant() -> None:
     finally:
         released.set()
     assert caught.value.kind == "timeout" and time.monotonic() - started < 2
+
+
+def test_the_host_lookup_waits_exactly_what_is_left_of_the_budget() -> None:
+    """A 1.2 s budget and a lookup that never answers: 'timeout' after 1.2 s, not after 2 s (a
+    leg's grant, rounded up to whole seconds) as it used to (issue 25, item 9)."""
+    import threading
+    import time
+
+    released = threading.Event()
+
+    def hang(host: str, port: int) -> list[str]:
+        released.wait(30)
+        return []
+
+    client = McpClient(resolver=hang)
+    started = time.monotonic()
+    try:
+        report = client.ping(Endpoint(identifier="slow", url="https://mcp.test/mcp", budget_seconds=1.2))
+    finally:
+        released.set()
+    elapsed = time.monotonic() - started
+    assert report.failure is not None and report.failure.kind == "timeout", report
+    assert "within the 1.2 s left" in report.error
+    assert 1.1 < elapsed < 1.7, elapsed
 
 
 @pytest.mark.parametrize("answer", [[], ["not-an-address"]], ids=["nothing", "not-an-address"])

@@ -10,7 +10,7 @@ import warnings
 import pytest
 from urllib3.exceptions import ConnectTimeoutError
 
-from nr_llm.mcp.watchdog import LegWatchdog, WatchedHTTPSConnection
+from nr_llm.mcp.watchdog import _WATCHMAN, LegWatchdog, WatchedHTTPSConnection
 
 
 def test_a_blocked_read_returns_when_the_grant_is_spent() -> None:
@@ -111,3 +111,37 @@ def test_a_vetted_address_is_dialled_while_the_host_stays_the_url_s_name() -> No
         accepted, _ = listener.accept()
         accepted.close()
     assert connection.host == "mcp.test"
+
+
+def test_finished_legs_leave_the_watchman_at_once_whatever_their_budget() -> None:
+    """501 legs with a 3600 s budget, each ended at once: none stays in the watchman's heap until
+    its due time, so memory stays flat under a long burst (issue 25, item 10); a leg still in
+    progress is the one entry left, and is let go when it ends."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        before = len(_WATCHMAN._due)
+        with LegWatchdog(3600, allow_private_networks=True) as running:
+            for _ in range(501):
+                with LegWatchdog(3600, allow_private_networks=True) as watchdog:
+                    watchdog.watch(ours)
+            assert len(_WATCHMAN._due) == before + 1
+            assert _WATCHMAN._due[0][2] is running
+        assert len(_WATCHMAN._due) == before
+        assert not running.fired and not watchdog.fired
+
+
+def test_a_leg_armed_after_a_longer_one_still_fires_on_time() -> None:
+    """Removing finished legs keeps the heap in order: a short leg behind long ones that ended
+    is still cut at its own grant."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        ours.settimeout(30)
+        with LegWatchdog(3600, allow_private_networks=True):
+            for _ in range(20):
+                with LegWatchdog(3600, allow_private_networks=True):
+                    pass
+            started = time.monotonic()
+            with LegWatchdog(0.3, allow_private_networks=True) as short:
+                short.watch(ours)
+                assert ours.recv(10) == b""
+            assert short.fired and 0.25 <= time.monotonic() - started < 5

@@ -46,9 +46,18 @@
                       never, or 200 cut off mid-body), ``no-id`` (the stream closes, no event
                       id), ``broken-body`` (200 JSON cut off mid-body), ``unanswered`` (the
                       connection closes with no status line); ``refuse-32601``,
-                      ``refuse-32022``, ``refuse-400`` refuse a 2026-era tools/call before
-                      running it (200 with -32601, 400 with -32022, a bare 400) and run a
-                      handshake-era one. Further segments before ``mcp`` are free (a test's tag)
+                      ``refuse-32022``, ``refuse-400``, ``refuse-nocode`` refuse a 2026-era
+                      tools/call before running it (200 with -32601, 400 with -32022, a bare
+                      400, 400 with an error object that has no code; ``refuse-nocode-404``
+                      and ``-405`` at that status, -405's code a string) and run a handshake-era
+                      one; ``progress-error`` runs it and answers a 200 event stream: a progress
+                      notification, then a -32602 error. Further segments before ``mcp`` are
+                      free (a test's tag)
+    leftover/SHAPE    a 2026-07-28 server whose tools/call answer is followed by a forged answer
+                      (to id 1) on the same connection: ``pending`` sends the head, then the body
+                      and the forgery in one TLS record; ``buffered`` all in one write.
+                      ``leftover/victim`` answers its tools/call as it should
+    bad-session/0     initialize answers a whole, kept-alive answer whose session id has spaces
     tenant/0          answers server/discover as a 2026-07-28 server only for ``?tenant=a``;
                       every other query gets an old server
     idle-close/S      a 2026-07-28 server noting every tools/call it runs (``ran``); closes a
@@ -101,7 +110,7 @@ LIMIT_SECONDS = 60.0
 # The once/modern paths whose server/discover was answered as a 2026-07-28 server already.
 DISCOVERED: set[str] = set()
 MODERN_SCENARIOS = frozenset(
-    {"slow-discover", "trickle-discover", "modern-slow-work", "idle-close", "reset-reused"}
+    {"slow-discover", "trickle-discover", "modern-slow-work", "idle-close", "reset-reused", "leftover"}
 )
 PAGES = 50
 SEEN: list[dict[str, str | None]] = []
@@ -219,6 +228,9 @@ class Handler(BaseHTTPRequestHandler):
         if method == "tools/call" and scenario == "once":
             self._once_call(body, parts[2])
             return
+        if method == "tools/call" and scenario == "leftover" and parts[1] != "victim":
+            self._leftover(body, parts[1])
+            return
         if method == "tools/call" and scenario == "modern-slow-work":
             time.sleep(min(seconds, LIMIT_SECONDS))
         if method == "initialize":
@@ -226,6 +238,8 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(min(seconds, LIMIT_SECONDS))
             if scenario in ("record", "slow-delete", "leg", "once"):
                 self.session_header = f"{self.server.server_address[1]}-{next(SESSIONS)}"  # type: ignore[index]
+            if scenario == "bad-session":
+                self.session_header = "not a visible id"  # spaces: no session id may carry them
             self._result(
                 body,
                 {
@@ -269,6 +283,15 @@ class Handler(BaseHTTPRequestHandler):
             if shape == "refuse-400":
                 self._send(400, b"Bad Request: Missing session ID", "text/plain")
                 return
+            if shape.startswith("refuse-nocode"):
+                # refuse-nocode-404: that status; the code absent, or (at 405) not an integer.
+                status = int(shape.rpartition("-")[2]) if shape[-1].isdigit() else 400
+                error: dict[str, Any] = {"message": "Bad Request: no session"}
+                if status == 405:
+                    error["code"] = "-32601"
+                refusal = {"jsonrpc": "2.0", "id": body["id"], "error": error}
+                self._send(status, json.dumps(refusal).encode(), "application/json")
+                return
             code, status = (-32601, 200) if shape == "refuse-32601" else (-32022, 400)
             error = {"code": code, "message": "no", "data": {"supported": ["2025-11-25"]}}
             self._send(
@@ -291,8 +314,33 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif shape == "unanswered":
             self.close_connection = True  # not a byte of an answer: no status line at all
+        elif shape == "progress-error":
+            # The tool is running (a progress notification), then it fails with a JSON-RPC error.
+            progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
+            error = {"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32602, "message": "bad input"}}
+            self._head(200, "text/event-stream", None)
+            self._write(f"data: {json.dumps(progress)}\n\ndata: {json.dumps(error)}\n\n".encode())
         else:
             self._send(200, answer, "application/json")
+
+    def _leftover(self, body: dict[str, Any], shape: str) -> None:
+        """A whole answer, then a forged one for the next request on this connection (id 1)."""
+        answer = _encode(body, {"content": [{"type": "text", "text": "done"}]})
+        forged = _encode({"id": 1}, {"content": [{"type": "text", "text": "forged"}]})
+        extra = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(
+            forged
+        )
+        if shape == "pending":
+            # The head in a TLS record of its own; the body and the forgery in the next one, which
+            # the client decrypts whole while reading the body: the rest stays in its TLS layer.
+            self._head(200, "application/json", len(answer))
+            self._write(answer + extra + forged)
+        else:  # buffered: all in one write, read ahead with the head into the client's buffer
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self._headers_buffer.append(b"\r\n" + answer + extra + forged)  # type: ignore[attr-defined]
+            self.flush_headers()
 
     def _once_resume(self, shape: str) -> None:
         if shape in ("resume-404", "resume-405"):

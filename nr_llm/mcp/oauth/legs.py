@@ -189,7 +189,7 @@ class OAuthLegs:
             found = resolve(
                 url,
                 self.server,
-                self.deadline.grant(),
+                self.deadline.wait_seconds(),
                 self._resolver,
                 remember_seconds=self._keepalive_seconds,
             )

@@ -12,6 +12,7 @@ A store raises ``McpTransportError`` for its own failures, never its backend's e
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import weakref
 from collections.abc import Hashable, Iterator
@@ -124,6 +125,12 @@ class ServerLocks:
     """
 
     def __init__(self) -> None:
+        self._forget()
+        _SERVER_LOCKS.add(self)
+
+    def _forget(self) -> None:
+        # Also in a forked child: a parent's thread that held a lock at the fork does not exist
+        # there to let it go, and no renewal of the parent's is in progress in the child.
         self._guard = threading.Lock()
         self._locks: weakref.WeakValueDictionary[Hashable, _Lock] = weakref.WeakValueDictionary()
 
@@ -142,6 +149,17 @@ class ServerLocks:
             yield
         finally:
             entry.lock.release()
+
+
+_SERVER_LOCKS: weakref.WeakSet[ServerLocks] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for locks in list(_SERVER_LOCKS):
+        locks._forget()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def lock_wait_seconds(deadline: OperationDeadline) -> float:

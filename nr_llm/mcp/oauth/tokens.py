@@ -14,6 +14,15 @@ have refreshed meanwhile. A renewed grant the store cannot keep fails the operat
 ``_kept``): its rotated refresh token may be the only valid one, and nobody must find out
 only at the next expiry.
 
+A refresh, once sent, is allowed to finish and to be kept, whatever is left of the caller's
+budget: a rotating authorization server retires the old refresh token as it answers, so an
+answer cut off by the caller's deadline, or not kept, would leave a grant nobody holds a valid
+refresh token for. The lock, the re-read, the refresh and the save run on a thread of their own
+(``_on_its_own``); the lock wait and the decision to send are still bounded by the caller's
+budget, the refresh leg by one of its own (``REFRESH_SECONDS``, or the operation's budget if
+longer); the caller waits no longer than its budget and ends ``deadline_exhausted`` on time,
+while the refresh goes on and is kept for the next operation.
+
 A grant is used only for the URL it was issued for and, for a pre-registered client, only
 if it came from the configured issuer: otherwise it is set aside (``url_changed``,
 ``server_changed``) and nothing is sent, neither the token nor a refresh.
@@ -22,14 +31,19 @@ if it came from the configured issuer: otherwise it is set aside (``url_changed`
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..deadline import OperationDeadline
 from ..errors import AuthorizationError, ChallengeError, McpTransportError
 from ..hostgate import Resolver
 from ..pool import DEFAULT_KEEPALIVE_SECONDS
+from ..redaction import Secrets
 from .discovery import confirm_issuer, same_issuer
 from .grants import client_credentials, refresh
 from .identity import ClientConfig, WallClock, not_configured
@@ -43,6 +57,9 @@ logger = logging.getLogger("nr_llm.mcp.oauth")
 DEFAULT_SKEW_SECONDS = 30.0
 # Authorizations (client credentials, step-up) one operation may try (MCP step-up guidance).
 MAX_ATTEMPTS = 3
+# What a refresh's own leg may take once it is sent (the operation's budget if that is longer):
+# as long as a default operation, however little of its caller's budget is left.
+REFRESH_SECONDS = 20.0
 
 
 class SystemWallClock:
@@ -75,21 +92,23 @@ class OperationTokens:
         resolver: Resolver | None = None,
         ca_bundle: str | None = None,
         keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
+        secrets: Secrets | None = None,
     ) -> None:
         self.server = server
+        # Every token this operation holds, for the client to mask in what servers send back.
+        self.secrets = secrets or Secrets()
         self.mcp_url = mcp_url
         self.settings = settings
         self.deadline = deadline
         self.wall: WallClock = wall or SystemWallClock()
-        self.legs = OAuthLegs(
-            server,
-            deadline,
-            allow_private_networks=allow_private_networks,
-            session_factory=session_factory,
-            resolver=resolver,
-            ca_bundle=ca_bundle,
-            keepalive_seconds=keepalive_seconds,
-        )
+        self._leg_options: dict[str, Any] = {
+            "allow_private_networks": allow_private_networks,
+            "session_factory": session_factory,
+            "resolver": resolver,
+            "ca_bundle": ca_bundle,
+            "keepalive_seconds": keepalive_seconds,
+        }
+        self.legs = OAuthLegs(server, deadline, **self._leg_options)
         self.attempts = 0
         self._refreshed_after_challenge = False
 
@@ -159,6 +178,7 @@ class OperationTokens:
         grant = self.store.load(self.server)
         if grant is None:
             return None
+        self._hold(grant)
         if not grant.issued_for(self.mcp_url):
             raise self._required("url_changed", grant.scopes)
         if self.config.issuer and not same_issuer(self.config.issuer, grant.issuer):
@@ -174,9 +194,41 @@ class OperationTokens:
                 return current, False  # another caller refreshed while we waited
             if not forced and current.fresh(self.wall.time(), self.settings.skew_seconds):
                 return current, False
-            return refresh(self.legs, current, self.config, self.wall), True
+            # Sent only while a leg still fits the caller's budget; once sent, the refresh has a
+            # bound of its own, so that its answer is read and kept whatever the caller's clock says.
+            self.deadline.grant()
+            own = self.deadline.of_its_own(max(self.deadline.budget_seconds, REFRESH_SECONDS))
+            with OAuthLegs(self.server, own, **self._leg_options) as legs:
+                return refresh(legs, current, self.config, self.wall), True
 
-        return self._kept(renew)
+        return self._on_its_own(lambda: self._kept(renew))
+
+    def _on_its_own(self, renewal: Callable[[], Grant]) -> Grant:
+        """Run ``renewal`` on a thread of its own, waited for no longer than the caller's budget.
+
+        Not a daemon: a process that ends while a refresh is on its way waits (within the
+        refresh's own bound) for its answer to be kept, rather than lose the rotated token.
+        """
+        done: Future[Grant] = Future()
+
+        def run() -> None:
+            try:
+                done.set_result(renewal())
+            except Exception as exc:  # handed to the caller, whatever it is
+                done.set_exception(exc)
+
+        threading.Thread(target=run, name="nr-llm-oauth-refresh").start()
+        try:
+            return done.result(timeout=max(self.deadline.remaining_ns(), 0) / 1e9)
+        except FutureTimeout:
+            raise McpTransportError(
+                "deadline_exhausted",
+                self.server,
+                f"MCP server {self.server!r}: this operation's budget of {self.deadline.budget_seconds:g} s "
+                "ran out while its authorization server renewed the grant; the renewal goes on and is "
+                "kept for the next operation. The budget is this installation's setting; raise it if "
+                "the authorization server is slow but legitimate.",
+            ) from None
 
     def _acquire(
         self, challenge: ChallengeError | None, scopes: tuple[str, ...] | None, previous: Grant | None
@@ -218,6 +270,7 @@ class OperationTokens:
         try:
             with self.store.exclusive(self.server, self.deadline):
                 grant, new = renew()
+                self._hold(grant)
                 if new:
                     obtained = grant
                     self.store.save(self.server, grant)
@@ -243,6 +296,10 @@ class OperationTokens:
                 scopes=obtained.scopes,
             ) from exc
         return grant
+
+    def _hold(self, grant: Grant) -> None:
+        self.secrets.add(grant.access_token)
+        self.secrets.add(grant.refresh_token)
 
     def _required(
         self, reason: str, scopes: tuple[str, ...], challenge: ChallengeError | None = None
