@@ -75,7 +75,8 @@ COULD_NOT_RUN = "MCP server \"Guarded server\" (guarded) could not run 'echo'"
 )
 def test_an_answer_that_proves_nothing_tells_the_model_and_the_ledger_it_may_have_run(mock, answer, kind):
     """A gateway's 502/504, or any JSON-RPC error on a 2xx answer (the server took the call: even
-    -32602 can come after the tool started, issue 25 item 2) comes after the call was written: the model reads "may have run" and to check before retrying, the row records
+    -32602 can come after the tool started, issue 25 item 2), comes after the call was written:
+    the model reads "may have run" and to check before retrying, the row records
     may_have_run:<kind>, and the call went to the server once."""
     server, client = _scripted(mock, overrides={"tools/call": answer})
     result = tools.execute("mcp_guarded_echo", {"text": "x"}, client=client)
@@ -93,7 +94,8 @@ def test_an_answer_that_proves_nothing_tells_the_model_and_the_ledger_it_may_hav
     ids=["422"],
 )
 def test_a_refusal_the_server_proves_is_could_not_run(mock, answer, kind):
-    """A 4xx status line proves the tool did not run: "could not run", and the row's error kind is the plain kind."""
+    """A 4xx status line proves the tool did not run: "could not run", and the row's error kind
+    is the plain kind."""
     _, client = _scripted(mock, overrides={"tools/call": answer})
     result = tools.execute("mcp_guarded_echo", {"text": "x"}, client=client)
     assert result.is_error and result.text.startswith(COULD_NOT_RUN), result.text
