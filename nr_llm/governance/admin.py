@@ -31,7 +31,6 @@ from ..tools import resume
 from . import columns, decisions, filters, ledger, paging, summary
 from .ceiling import label
 from .models import PENDING, ToolCall, ToolCallApproval, ToolCallStatus
-from .paging import CappedPaginator
 
 logger = logging.getLogger("nr_llm.governance")
 
@@ -66,7 +65,6 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
     search_help_text = "An actor exactly as recorded (a username or the caller's label), or a call's id."
     ordering = ["-created"]
     list_per_page = 50
-    paginator = CappedPaginator
     show_full_result_count = False
     fieldsets = [
         (
@@ -144,10 +142,22 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         _expire_due()
-        context = {"count_cap": paging.CAP, **(extra_context or {})}
+        context = dict(extra_context or {})
         if self.change_list_template == ToolCallAdmin.change_list_template:
             context["summary"] = _summary()
         return super().changelist_view(request, context)
+
+    def get_paginator(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[ToolCall],
+        per_page: int,
+        orphans: int = 0,
+        allow_empty_first_page: bool = True,
+    ) -> paging.WindowPaginator:
+        return paging.paginator_for(
+            request, queryset, per_page, orphans=orphans, allow_empty_first_page=allow_empty_first_page
+        )
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[ToolCall], search_term: str

@@ -10,8 +10,8 @@ however old. Two prunes at once share the work: on PostgreSQL a batch is locked 
 them and the later DELETE finds nothing. Counts are of rows actually deleted, so two
 concurrent reports add up to what went.
 
-The cutoff is counted back from the older of the clock and the ledger's newest row, so a wall
-clock that jumps forward cannot age every row at once.
+The cutoff is counted back from the older of the worker's clock and the database server's,
+so a worker's clock that jumps forward cannot age every row at once.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 
 from ..conf import conf
@@ -98,11 +100,20 @@ def prune(
 
 
 def _cutoff(now: datetime, days: int) -> datetime:
-    # A clock jumped forward would make every row look old: count from the newest row instead
-    # when it is older than the clock says. (A clock jumped back only keeps more.)
-    newest = ToolCall.objects.order_by("-created").values_list("created", flat=True).first()
-    anchor = min(now, newest) if newest is not None else now
-    return anchor - timedelta(days=days)
+    # A worker's clock jumped forward would make every row look old: count back from the
+    # database server's clock when it is behind. (A clock jumped back only keeps more.)
+    return min(now, database_now()) - timedelta(days=days)
+
+
+def database_now() -> datetime:
+    """The database server's clock, in UTC (SQLite's is this host's)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT CURRENT_TIMESTAMP")
+        value: Any = cursor.fetchone()[0]
+    if isinstance(value, str):  # SQLite: "YYYY-MM-DD HH:MM:SS", in UTC
+        value = datetime.fromisoformat(value)
+    moment: datetime = value if value.tzinfo else value.replace(tzinfo=UTC)
+    return moment
 
 
 def _delete_batch(cutoff: datetime, size: int) -> tuple[int, dict[str, int]]:
