@@ -143,8 +143,12 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         _expire_due()
         context = dict(extra_context or {})
-        if self.change_list_template == ToolCallAdmin.change_list_template:
-            context["summary"] = _summary()
+        # On the list as it opens: a filtered or searched list is about those rows, not this.
+        if self.change_list_template == ToolCallAdmin.change_list_template and not request.GET:
+            rows = _summary()
+            context["summary"] = rows
+            context["summary_sample"] = summary.SAMPLE
+            context["summary_estimated"] = any(w.estimated for row in rows for w in row.windows)
         return super().changelist_view(request, context)
 
     def get_paginator(
