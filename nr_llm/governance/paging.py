@@ -2,7 +2,7 @@
 
 Django's admin counts every matching row to number its pages: at a million rows that count
 is most of a page's time, and it grows with the table. Here only a window is counted: the
-rows before the page asked for, and at most ``AHEAD`` rows from it on (a ``LIMIT`` inside the
+rows before the page asked for, and at most ``PAGES_AHEAD`` pages past it (a ``LIMIT`` inside the
 ``COUNT``). A list longer than that says "more than N" and links the next pages; no one pages
 past ``MAX_PAGES`` (filters and the search narrow a list; an ``OFFSET`` in the millions would
 read millions of entries), so a page's cost is bounded whatever the table's size.
@@ -17,7 +17,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
-#: Pages counted beyond the one shown.
+#: Pages counted beyond the one shown (and linked from it).
 PAGES_AHEAD = 10
 #: The deepest page offered.
 MAX_PAGES = 200
@@ -34,7 +34,7 @@ class WindowPaginator(Paginator):  # type: ignore[type-arg]
         if self.page_number > MAX_PAGES:
             return MAX_PAGES * int(self.per_page)  # past the deepest page: the admin's "?e=1"
         start = (self.page_number - 1) * int(self.per_page)
-        ahead = int(self.per_page) * PAGES_AHEAD
+        ahead = int(self.per_page) * (PAGES_AHEAD + 1)
         rows: Any = self.object_list  # the admin's queryset
         return start + int(rows.order_by()[start : start + ahead + 1].count())
 
@@ -42,7 +42,7 @@ class WindowPaginator(Paginator):  # type: ignore[type-arg]
     def capped(self) -> bool:
         """More rows follow than were counted (the templates say "more than")."""
         start = (self.page_number - 1) * int(self.per_page)
-        return self.count > start + int(self.per_page) * PAGES_AHEAD
+        return self.count > start + int(self.per_page) * (PAGES_AHEAD + 1)
 
     @property
     def counted(self) -> int:
