@@ -16,6 +16,7 @@ so a worker's clock that jumps forward cannot age every row at once.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 
 from ..conf import conf
@@ -89,11 +91,13 @@ def prune(
     cutoff = _cutoff(clock(), keep)
     removed: dict[str, int] = {}
     batches = 0
+    after: tuple[datetime, uuid.UUID] | None = None
     while True:
-        selected, deleted = ledger.write(lambda: _delete_batch(cutoff, batch_rows))
-        if not selected:
+        last, deleted = ledger.write(functools.partial(_delete_batch, cutoff, batch_rows, after))
+        if last is None:
             break
         batches += 1
+        after = last
         for state, count in deleted.items():
             removed[state] = removed.get(state, 0) + count
     return PruneReport(days=keep, cutoff=cutoff, removed=removed, batches=batches, reaped=reaped)
@@ -116,19 +120,28 @@ def database_now() -> datetime:
     return moment
 
 
-def _delete_batch(cutoff: datetime, size: int) -> tuple[int, dict[str, int]]:
-    """One batch, in the caller's (the ledger's own) transaction: (rows selected, deleted by state)."""
+def _delete_batch(
+    cutoff: datetime, size: int, after: tuple[datetime, uuid.UUID] | None
+) -> tuple[tuple[datetime, uuid.UUID] | None, dict[str, int]]:
+    """One batch, in the caller's (the ledger's own) transaction: (where it ended, deleted by state)."""
+    candidates = ToolCall.objects.select_for_update(skip_locked=True).filter(
+        status__in=FINISHED, created__lt=cutoff
+    )
+    if after is not None:
+        # Onward from the last batch, not from the index's start: the entries of rows just
+        # deleted stay in the index until a vacuum, and each batch would wade through them.
+        candidates = candidates.filter(Q(created__gt=after[0]) | Q(created=after[0], id__gt=after[1]))
     rows = list(
-        ToolCall.objects.select_for_update(skip_locked=True)
-        .filter(status__in=FINISHED, created__lt=cutoff)
         # A call decided or run after the cutoff (an old call approved late) keeps its row a
         # full term from when it ended.
-        .exclude(finished_at__gte=cutoff)
+        candidates.exclude(finished_at__gte=cutoff)
         .order_by("created", "id")
-        .values_list("pk", "status")[:size]
+        .values_list("pk", "status", "created")[:size]
     )
+    if not rows:
+        return None, {}
     by_state: dict[str, list[uuid.UUID]] = {}
-    for pk, state in rows:
+    for pk, state, _ in rows:
         by_state.setdefault(state, []).append(pk)
     deleted: dict[str, int] = {}
     for state, pks in by_state.items():
@@ -137,4 +150,4 @@ def _delete_batch(cutoff: datetime, size: int) -> tuple[int, dict[str, int]]:
         count, _ = ToolCall.objects.filter(pk__in=pks, status=state).delete()
         if count:
             deleted[state] = count
-    return len(rows), deleted
+    return (rows[-1][2], rows[-1][0]), deleted

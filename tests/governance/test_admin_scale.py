@@ -84,9 +84,9 @@ def test_a_long_list_says_more_than_and_offers_the_next_pages_only(monkeypatch):
     _rows(120)
     client = _superuser()
     first = client.get(reverse(LIST)).content.decode()
-    assert "more than 100 tool calls" in first
+    assert "more than 100 calls" in first
     third = client.get(reverse(LIST) + "?p=3").content.decode()
-    assert "120 tool calls" in third  # the end is within the window: counted exactly
+    assert "120 calls" in third  # the end is within the window: counted exactly
     monkeypatch.setattr(paging, "MAX_PAGES", 2)
     deep = client.get(reverse(LIST) + "?p=3")
     assert deep.status_code == 302 and deep["Location"].endswith("?e=1")
