@@ -14,8 +14,9 @@ median of ``--rounds`` is printed for both sizes with their ratio.
 
 The peer, in the same run: Django's defaults for the same list (a full ``COUNT``, the
 ``AllValuesFieldListFilter`` filters, the date hierarchy, ``icontains`` search), the page this
-app had before, on the same rows. Last, ``mcp_prune_ledger``'s rate: the rows older than
-15 days deleted in batches, in rows per second.
+app had before, on the same rows. Last, the write path's price of the indexes (one call's
+two ledger writes) and ``mcp_prune_ledger``'s rate: the rows older than 15 days deleted in
+batches, in rows per second.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import override_settings  # noqa: E402
 from django.urls import include, path  # noqa: E402
+from django.utils import timezone  # noqa: E402
 
+from nr_llm.governance import ledger  # noqa: E402
 from nr_llm.governance.retention import prune  # noqa: E402
-from nr_llm.models import DataClass, McpServer, ToolCall  # noqa: E402
+from nr_llm.models import DataClass, McpServer, ToolCall, ToolCallStatus  # noqa: E402
 
 SERVERS = 5
 TOOLS = 20
@@ -189,6 +192,27 @@ def time_pages(client: Client, databases: dict[int, str], rounds: int) -> dict[i
     }
 
 
+def time_writes(count: int = 50) -> float:
+    """Median ms of one call's two ledger writes (the row as it starts, its outcome): the
+    indexes' price on the write path, at this size."""
+    samples = []
+    for _ in range(count):
+        call = ledger.NewCall("mcp_srv0_tool0", '{"q": "x"}', ledger.actor_fields("bench"))
+        started = time.perf_counter()
+        call_id = ledger.open_call(call, ToolCallStatus.RUNNING, timezone.now())
+        ledger.finish(
+            call_id,
+            is_error=False,
+            error_kind="",
+            duration_ms=5,
+            era="",
+            result_text="ok",
+            now=timezone.now(),
+        )
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
 def time_prune() -> tuple[int, float]:
     started = time.perf_counter()
     report = prune(PRUNE_DAYS)
@@ -214,6 +238,7 @@ def main() -> None:
         large: f"{connection.settings_dict['NAME']}_large",
     }
     prunes: dict[int, tuple[int, float]] = {}
+    writes: dict[int, float] = {}
     try:
         with override_settings(ROOT_URLCONF=urls.__name__, ALLOWED_HOSTS=["*"], DEBUG=False):
             for identifier in range(SERVERS):
@@ -235,6 +260,7 @@ def main() -> None:
             timings = time_pages(client, databases, args.rounds)
             for size, database in databases.items():
                 use(database)
+                writes[size] = time_writes()
                 prunes[size] = time_prune()
     finally:
         use(databases[small])
@@ -260,6 +286,8 @@ def main() -> None:
     print(
         f"\nbudget: every page < {BUDGET_MS:.0f} ms at {large:,} rows and <= {MAX_RATIO}x its {small:,} time"
     )
+    for size, ms in writes.items():
+        print(f"ledger writes of one call (insert + outcome) at {size:,} rows: {ms:.1f} ms")
     for size, (removed, seconds) in prunes.items():
         print(
             f"prune at {size:,} rows: {removed:,} rows older than {PRUNE_DAYS} days in {seconds:.1f} s "
