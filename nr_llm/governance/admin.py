@@ -26,7 +26,7 @@ from django.utils.text import Truncator
 
 from .. import admin_columns
 from ..credentials import CredentialUnavailable
-from ..models import McpTool
+from ..models import McpServer, McpTool
 from ..tools import resume
 from . import columns, decisions, filters, ledger, paging, summary
 from .ceiling import label
@@ -425,10 +425,14 @@ def awaiting_link(identifier: str, count: int) -> SafeString:
     )
 
 
-def waiting_count(cap: int = 1000) -> int:
-    """Calls awaiting a decision or their run, not yet expired (the pending index; capped)."""
+WAITING_COUNTED = 1000
+
+
+def waiting_count() -> int:
+    """Calls awaiting a decision or their run, not yet expired (the pending index), counted to
+    ``WAITING_COUNTED`` at most."""
     waiting = ToolCall.objects.filter(status__in=PENDING, expires_at__gt=timezone.now()).order_by()
-    return waiting[:cap].count()
+    return waiting[:WAITING_COUNTED].count()
 
 
 def _approvals_label() -> str:
@@ -437,7 +441,9 @@ def _approvals_label() -> str:
         count = waiting_count()
     except DatabaseError:  # before migrate, or a database that is down: the name alone
         return "approvals"
-    return f"approvals ({count} waiting)" if count else "approvals"
+    if not count:
+        return "approvals"
+    return f"approvals ({count}{'+' if count >= WAITING_COUNTED else ''} waiting)"
 
 
 # Set on the class's options, not in its Meta: migrations read Meta only, so the count never
@@ -446,8 +452,6 @@ ToolCallApproval._meta.verbose_name_plural = lazy(_approvals_label, str)()
 
 
 def _summary() -> list[summary.ServerSummary]:
-    from ..models import McpServer
-
     servers = list(McpServer.objects.order_by("identifier").values_list("identifier", flat=True))
     return summary.summarise(timezone.now(), [*servers, ""])
 
