@@ -12,7 +12,9 @@ still be running. A local tool has no deadline: one that runs longer than that b
 plus ``MARGIN_SECONDS`` is reaped too (its late outcome is then not recorded), the price of
 never leaving a dead worker's row running for good.
 
-It runs at the start of every prune (``mcp_prune_ledger`` and the ``prune_ledger`` task).
+A worker clock jumped forward does not reap live calls: the age counts from the database
+server's clock when it is behind (dbclock.py). It runs at the start of every prune
+(``mcp_prune_ledger`` and the ``prune_ledger`` task).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from ..conf import conf
-from . import ledger
+from . import dbclock, ledger
 from .models import ToolCall, ToolCallStatus
 
 #: Beyond the budget: a loaded worker, a slow ledger write, clocks a little apart.
@@ -47,7 +49,7 @@ def longest_budget() -> float:
 def reap(*, clock: Callable[[], datetime] = timezone.now) -> int:
     """Mark overdue running calls failed, may have run; return how many."""
     now = clock()
-    cutoff = now - timedelta(seconds=longest_budget() + MARGIN_SECONDS)
+    cutoff = dbclock.not_ahead(now) - timedelta(seconds=longest_budget() + MARGIN_SECONDS)
     overdue = Q(started_at__lt=cutoff) | Q(started_at__isnull=True, created__lt=cutoff)
     answer = ledger.preview(ABANDONED_TEXT)
     # One UPDATE, conditional on the state: a worker that records its outcome first wins, and

@@ -20,15 +20,13 @@ import functools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
-from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
 from ..conf import conf
-from . import ledger, reaper
+from . import dbclock, ledger, reaper
 from .models import ToolCall, ToolCallStatus
 
 #: States a call never leaves: the only ones retention deletes.
@@ -104,20 +102,7 @@ def prune(
 
 
 def _cutoff(now: datetime, days: int) -> datetime:
-    # A worker's clock jumped forward would make every row look old: count back from the
-    # database server's clock when it is behind. (A clock jumped back only keeps more.)
-    return min(now, database_now()) - timedelta(days=days)
-
-
-def database_now() -> datetime:
-    """The database server's clock, in UTC (SQLite's is this host's)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT CURRENT_TIMESTAMP")
-        value: Any = cursor.fetchone()[0]
-    if isinstance(value, str):  # SQLite: "YYYY-MM-DD HH:MM:SS", in UTC
-        value = datetime.fromisoformat(value)
-    moment: datetime = value if value.tzinfo else value.replace(tzinfo=UTC)
-    return moment
+    return dbclock.not_ahead(now) - timedelta(days=days)
 
 
 def _delete_batch(

@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from nr_llm.governance import ledger
+from nr_llm.governance.dbclock import database_now
 from nr_llm.governance.reaper import ABANDONED, MARGIN_SECONDS, reap
 from nr_llm.models import ToolCall, ToolCallStatus
 from tests.factories import McpServerFactory
@@ -69,6 +70,17 @@ def test_a_late_outcome_cannot_undo_a_reap_and_no_other_state_is_touched():
     dead.refresh_from_db()
     assert dead.status == ToolCallStatus.FAILED and dead.error_kind == ABANDONED
     assert [ToolCall.objects.get(pk=row.pk).status for row in others] == [row.status for row in others]
+
+
+@override_settings(NR_LLM_MCP_OPERATION_TIMEOUT=20)
+def test_a_worker_clock_jumped_forward_does_not_reap_a_live_call():
+    """A call started a minute ago by the database's clock stays running when the worker's
+    clock reads a year later; its age counts from the database's clock."""
+    started = database_now() - timedelta(minutes=1)
+    call = ToolCall.objects.create(created=started, started_at=started, status=ToolCallStatus.RUNNING)
+    assert reap(clock=FakeClock(started + timedelta(days=365))) == 0
+    call.refresh_from_db()
+    assert call.status == ToolCallStatus.RUNNING
 
 
 @override_settings(NR_LLM_MCP_OPERATION_TIMEOUT=20)

@@ -17,7 +17,8 @@ from django.test import override_settings
 from nr_llm import tasks
 from nr_llm.conf import conf
 from nr_llm.governance import decisions, ledger
-from nr_llm.governance.retention import database_now, prune
+from nr_llm.governance.dbclock import database_now
+from nr_llm.governance.retention import prune
 from nr_llm.models import ToolCall, ToolCallStatus
 
 from .helpers import FakeClock, approver
