@@ -9,6 +9,8 @@ call's page, for holders of ``approve_toolcall``.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import uuid
 from typing import Any
 
@@ -399,6 +401,11 @@ class ToolCallApprovalAdmin(ToolCallAdmin):
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
 
+    def get_model_perms(self, request: HttpRequest) -> dict[str, bool]:
+        # Called as a page builds its app list, before the plural is rendered: count now.
+        _refresh_waiting()
+        return super().get_model_perms(request)
+
 
 def awaiting_count() -> Any:
     """A per-server subquery of calls awaiting approval, for the server changelist (no extra join)."""
@@ -435,12 +442,29 @@ def waiting_count() -> int:
     return waiting[:WAITING_COUNTED].count()
 
 
-def _approvals_label() -> str:
-    # The admin index names a model by its plural and offers no other hook for a count.
+# The admin renders a model's plural a dozen times a page (index, sidebar, breadcrumbs, the
+# sort of the app list): the count is taken once when the page builds its app list
+# (get_model_perms) and reused by this thread for a second, not counted at every mention.
+_waiting = threading.local()
+WAITING_REUSED_SECONDS = 1.0
+
+
+def _refresh_waiting() -> int:
     try:
         count = waiting_count()
     except DatabaseError:  # before migrate, or a database that is down: the name alone
-        return "approvals"
+        count = 0
+    _waiting.value = (time.monotonic(), count)
+    return count
+
+
+def _approvals_label() -> str:
+    # The admin index names a model by its plural and offers no other hook for a count.
+    taken = getattr(_waiting, "value", None)
+    if taken is not None and time.monotonic() - taken[0] < WAITING_REUSED_SECONDS:
+        count = taken[1]
+    else:
+        count = _refresh_waiting()
     if not count:
         return "approvals"
     return f"approvals ({count}{'+' if count >= WAITING_COUNTED else ''} waiting)"
@@ -458,6 +482,10 @@ def _summary() -> list[summary.ServerSummary]:
 
 def _expire_due() -> None:
     """Pending calls past their time are shown (and filtered) as expired, not as waiting."""
+    # Most pages find none due: one read on the pending index, instead of the ledger's own
+    # transaction (a thread and a connection) for an UPDATE of nothing.
+    if not ToolCall.objects.filter(status__in=PENDING, expires_at__lte=timezone.now()).exists():
+        return
     try:
         decisions.expire_due()
     except ledger.LedgerUnavailable as exc:

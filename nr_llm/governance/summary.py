@@ -17,7 +17,7 @@ from django.db.models import Count
 
 from .models import ToolCall, ToolCallStatus
 
-SAMPLE = 500
+SAMPLE = 200
 SERVERS_SHOWN = 12
 WINDOWS = (("24 h", timedelta(days=1)), ("7 days", timedelta(days=7)))
 
