@@ -13,6 +13,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from nr_llm.governance import paging, summary
 from nr_llm.governance.summary import percentile, summarise
@@ -125,3 +126,13 @@ def test_a_busy_server_is_estimated_from_its_newest_calls(monkeypatch):
     day = row.windows[0]
     assert day.estimated and day.sampled == 4 and 24 <= day.calls <= 32
     assert day.calls_text.startswith("≈")
+
+
+def test_the_summary_heads_the_tool_calls_list_as_it_opens_only():
+    """The unfiltered Tool calls list shows the per-server summary; a filtered one and the
+    Approvals inbox do not (their rows are the point)."""
+    _rows(3, server="", newest=timezone.now())  # local tools, in the last 7 days
+    client = _superuser()
+    assert 'id="tool-call-summary"' in client.get(reverse(LIST)).content.decode()
+    assert 'id="tool-call-summary"' not in client.get(reverse(LIST) + "?since=1h").content.decode()
+    assert 'id="tool-call-summary"' not in client.get(reverse(INBOX)).content.decode()
