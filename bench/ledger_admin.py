@@ -6,7 +6,7 @@ Run (PostgreSQL only; a throw-away test database named after yours is created an
         [--sizes 100000 1000000] [--rounds 7]
 
 For each size the ledger is seeded in one ``INSERT … SELECT FROM generate_series`` (no ORM
-loop): calls over the last 30 days, 5 servers of 20 tools, 200 actors, mostly succeeded, some
+loop): calls over the last 30 days, 5 servers of 20 tools (in their catalogues), 200 actors, mostly succeeded, some
 failed, denied and expired, a few awaiting approval or approved; then ``VACUUM ANALYZE``, as
 autovacuum would have done on a live table. Each page is fetched through Django's test client
 as a superuser (the whole view: the expiry sweep, filters, counts, rendering), warm, and the
@@ -47,7 +47,7 @@ from django.utils import timezone  # noqa: E402
 
 from nr_llm.governance import ledger  # noqa: E402
 from nr_llm.governance.retention import prune  # noqa: E402
-from nr_llm.models import DataClass, McpServer, ToolCall, ToolCallStatus  # noqa: E402
+from nr_llm.models import DataClass, McpServer, McpTool, ToolCall, ToolCallStatus  # noqa: E402
 
 SERVERS = 5
 TOOLS = 20
@@ -128,6 +128,7 @@ PAGES: list[tuple[str, str]] = [
     ("  status = failed", "/admin/nr_llm/toolcall/?status__exact=failed"),
     ("  server", "/admin/nr_llm/toolcall/?server_identifier=srv2"),
     ("  server + tool", "/admin/nr_llm/toolcall/?server_identifier=srv2&tool_name=mcp_srv2_tool3"),
+    ("  tool alone (a link)", "/admin/nr_llm/toolcall/?tool_name=mcp_srv3_tool7"),
     ("  server + status = denied", "/admin/nr_llm/toolcall/?server_identifier=srv1&status__exact=denied"),
     ("  last 24 h", "/admin/nr_llm/toolcall/?since=24h"),
     ("  actor search", "/admin/nr_llm/toolcall/?q=agent-17"),
@@ -242,11 +243,20 @@ def main() -> None:
     try:
         with override_settings(ROOT_URLCONF=urls.__name__, ALLOWED_HOSTS=["*"], DEBUG=False):
             for identifier in range(SERVERS):
-                McpServer.objects.create(
+                server = McpServer.objects.create(
                     identifier=f"srv{identifier}",
                     name=f"Server {identifier}",
                     url=f"https://srv{identifier}.example/mcp",
                     data_class=DataClass.EDITOR_CONTENT,
+                )
+                McpTool.objects.bulk_create(
+                    McpTool(
+                        server=server,
+                        remote_name=f"tool{n}",
+                        tool_name=f"mcp_srv{identifier}_tool{n}",
+                        input_schema={"type": "object", "properties": {}},
+                    )
+                    for n in range(TOOLS)
                 )
             user = User.objects.create_superuser("bench", password="pw")
             client = Client()

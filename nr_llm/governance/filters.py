@@ -12,8 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet, Value
-from django.db.models.functions import Concat
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -62,15 +61,7 @@ class ServerFilter(admin.SimpleListFilter):
         value = self.value()
         if value is None:
             return queryset
-        identifier = "" if value == LOCAL else value
-        if request.GET.get(ToolFilter.parameter_name):
-            # A tool's name is the narrower index; PostgreSQL, blind to the tool implying its
-            # server, would AND both indexes and read every entry of the server's. Compared
-            # as an expression, the server is checked on the tool's rows only.
-            return queryset.alias(server_is=Concat("server_identifier", Value(""))).filter(
-                server_is=identifier
-            )
-        return queryset.filter(server_identifier=identifier)
+        return queryset.filter(server_identifier="" if value == LOCAL else value)
 
 
 class ToolFilter(admin.SimpleListFilter):
@@ -97,8 +88,19 @@ class ToolFilter(admin.SimpleListFilter):
         return [(name, name) for name in names]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
+        from ..models import McpTool
+
         value = self.value()
-        return queryset if value is None else queryset.filter(tool_name=value)
+        if value is None:
+            return queryset
+        if request.GET.get(ServerFilter.parameter_name) is None:
+            # The (tool, server, created) index serves a tool with its server: a tool given
+            # alone (a link) gets its server from the catalogue, when the catalogue has it.
+            servers = McpTool.objects.filter(tool_name=value).values_list("server__identifier", flat=True)
+            identifier = servers.first()
+            if identifier is not None:
+                return queryset.filter(tool_name=value, server_identifier=identifier)
+        return queryset.filter(tool_name=value)
 
 
 class StatusFilter(admin.SimpleListFilter):

@@ -93,7 +93,10 @@ class ToolCall(models.Model):
             models.Index(fields=["created", "id"], name="nr_llm_toolcall_created"),
             models.Index(fields=["status", "created"], name="nr_llm_toolcall_status"),
             models.Index(fields=["server_identifier", "created"], name="nr_llm_toolcall_server"),
-            models.Index(fields=["tool_name", "created"], name="nr_llm_toolcall_tool"),
+            # With its server: the tool filter is offered once a server is chosen, and the two
+            # equalities then read one index range in order (with the tool alone leading,
+            # PostgreSQL would AND two indexes and read every entry of the server's).
+            models.Index(fields=["tool_name", "server_identifier", "created"], name="nr_llm_toolcall_tool"),
             models.Index(fields=["actor_label", "created"], name="nr_llm_toolcall_actor"),
             # The approvals inbox: small (pending calls expire), newest first.
             models.Index(

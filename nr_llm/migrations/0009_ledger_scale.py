@@ -45,7 +45,9 @@ class Migration(migrations.Migration):
         ),
         AddIndexWithoutBlockingWrites(
             model_name="toolcall",
-            index=models.Index(fields=["tool_name", "created"], name="nr_llm_toolcall_tool"),
+            index=models.Index(
+                fields=["tool_name", "server_identifier", "created"], name="nr_llm_toolcall_tool"
+            ),
         ),
         AddIndexWithoutBlockingWrites(
             model_name="toolcall",
