@@ -6,8 +6,9 @@ Run (PostgreSQL only; a throw-away test database named after yours is created an
         [--sizes 100000 1000000] [--rounds 7]
 
 For each size the ledger is seeded in one ``INSERT … SELECT FROM generate_series`` (no ORM
-loop): calls over the last 30 days, 5 servers of 20 tools (in their catalogues), 200 actors, mostly succeeded, some
-failed, denied and expired, a few awaiting approval or approved; then ``VACUUM ANALYZE``, as
+loop): calls over the last 30 days, 5 servers of 20 tools (in their catalogues), 200 actors,
+mostly succeeded, some failed, denied and expired, a few awaiting approval or approved; then
+``VACUUM ANALYZE``, as
 autovacuum would have done on a live table. Each page is fetched through Django's test client
 as a superuser (the whole view: the expiry sweep, filters, counts, rendering), warm, and the
 median of ``--rounds`` is printed for both sizes with their ratio.
