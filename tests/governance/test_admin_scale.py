@@ -136,3 +136,14 @@ def test_the_summary_heads_the_tool_calls_list_as_it_opens_only():
     assert 'id="tool-call-summary"' in client.get(reverse(LIST)).content.decode()
     assert 'id="tool-call-summary"' not in client.get(reverse(LIST) + "?since=1h").content.decode()
     assert 'id="tool-call-summary"' not in client.get(reverse(INBOX)).content.decode()
+
+
+def test_other_lists_keep_djangos_counts():
+    """The app's pagination and search templates change the ledger's lists only: a filtered MCP
+    servers list still says "N results (M total)" and "N MCP servers"."""
+    from tests.factories import McpServerFactory
+
+    McpServerFactory.create(enabled=True)
+    McpServerFactory.create(enabled=False)
+    text = _superuser().get(reverse("admin:nr_llm_mcpserver_changelist") + "?enabled__exact=1").content
+    assert "1 result (" in text.decode() and "2 total" in text.decode()
