@@ -215,6 +215,31 @@ def time_writes(count: int = 50) -> float:
     return statistics.median(samples)
 
 
+NEW_INDEXES = ("created", "status", "server", "tool", "actor", "inbox")
+
+
+def time_row_writes(count: int = 200) -> float:
+    """Median ms of a call's row written and finished by SQL alone on this connection (no
+    thread of the ledger's own): what the indexes add, without the connection's cost."""
+    samples = []
+    for _ in range(count):
+        started = time.perf_counter()
+        row = ToolCall(
+            created=timezone.now(),
+            tool_name="mcp_srv0_tool0",
+            server_identifier="srv0",
+            actor_label="bench",
+            status=ToolCallStatus.RUNNING,
+            started_at=timezone.now(),
+        )
+        row.save(force_insert=True)
+        ToolCall.objects.filter(pk=row.pk, status=ToolCallStatus.RUNNING).update(
+            status=ToolCallStatus.SUCCEEDED, duration_ms=5, finished_at=timezone.now()
+        )
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
 def time_prune() -> tuple[int, float]:
     started = time.perf_counter()
     report = prune(PRUNE_DAYS)
@@ -241,6 +266,7 @@ def main() -> None:
     }
     prunes: dict[int, tuple[int, float]] = {}
     writes: dict[int, float] = {}
+    row_writes: dict[int, float] = {}
     try:
         with override_settings(ROOT_URLCONF=urls.__name__, ALLOWED_HOSTS=["*"], DEBUG=False):
             for identifier in range(SERVERS):
@@ -272,7 +298,16 @@ def main() -> None:
             for size, database in databases.items():
                 use(database)
                 writes[size] = time_writes()
+                row_writes[size] = time_row_writes()
                 prunes[size] = time_prune()
+            # The peer for the write path: the same writes, same table, without this issue's
+            # indexes (measured alternately: with, then without).
+            remaining = ToolCall.objects.count()
+            indexed_writes = time_row_writes()
+            with connection.cursor() as cursor:
+                for name in NEW_INDEXES:
+                    cursor.execute(f"DROP INDEX nr_llm_toolcall_{name}")
+            bare_writes = time_row_writes()
     finally:
         use(databases[small])
         connection.close()
@@ -298,7 +333,14 @@ def main() -> None:
         f"\nbudget: every page < {BUDGET_MS:.0f} ms at {large:,} rows and <= {MAX_RATIO}x its {small:,} time"
     )
     for size, ms in writes.items():
-        print(f"ledger writes of one call (insert + outcome) at {size:,} rows: {ms:.1f} ms")
+        print(
+            f"one call's ledger writes at {size:,} rows: {ms:.1f} ms through ledger.write (own thread and "
+            f"connection each), {row_writes[size]:.2f} ms as SQL alone"
+        )
+    print(
+        f"the same SQL at {remaining:,} rows (after the prune): {indexed_writes:.2f} ms with the 0009 "
+        f"indexes, {bare_writes:.2f} ms without them ({indexed_writes / bare_writes:.2f}x)"
+    )
     for size, (removed, seconds) in prunes.items():
         print(
             f"prune at {size:,} rows: {removed:,} rows older than {PRUNE_DAYS} days in {seconds:.1f} s "
