@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error
 from django.core.checks import register as register_check
 
-from .conf import DEFAULT_REQUEST_EVENTS, parse_lifetime, parse_timeout
+from .conf import DEFAULT_REQUEST_EVENTS, parse_lifetime, parse_retention_days, parse_timeout
 
 _MISSING = object()
 
@@ -170,6 +170,16 @@ def check_governance(**kwargs: Any) -> list[CheckMessage]:
                 f"NR_LLM_APPROVAL_SECOND_APPROVER must be True or False, not {second!r}.",
                 hint="A string such as 'false' would read as true; use a boolean.",
                 id="nr_llm.E022",
+            )
+        )
+    retention = getattr(settings, "NR_LLM_LEDGER_RETENTION_DAYS", None)
+    if retention is not None and parse_retention_days(retention) is None:
+        errors.append(
+            Error(
+                f"NR_LLM_LEDGER_RETENTION_DAYS must be a whole number of days, 0 or more: {retention!r}.",
+                hint="Finished tool calls older than that are pruned; 0 keeps every row. Until it is "
+                "fixed, nothing is pruned.",
+                id="nr_llm.E024",
             )
         )
     ceiling = getattr(settings, "NR_LLM_DATA_CLASS_CEILING", None)

@@ -24,6 +24,7 @@ DEFAULT_ERA_CACHE_SECONDS = 600.0
 DEFAULT_REQUEST_EVENTS: dict[str, Any] = {"include_cancelled": False}
 DEFAULT_TOOL_CALL_PREVIEW_CHARS = 500
 DEFAULT_APPROVAL_EXPIRY_SECONDS = 3600.0
+DEFAULT_LEDGER_RETENTION_DAYS = 90
 # Every declared data class passes: a site narrows it per model provider (docs/catalogue.md).
 DEFAULT_DATA_CLASS_CEILING = "secretAdjacent"
 # What an unusable configured ceiling falls back to: the lowest, never "everything".
@@ -63,6 +64,15 @@ def parse_lifetime(raw: object) -> float | None:
     except (TypeError, ValueError):
         return None
     return value if math.isfinite(value) and value >= 0 else None
+
+
+def parse_retention_days(raw: object) -> int | None:
+    """A whole number of days of 0 or more (``"30"`` from the environment too), or None."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw.strip())
+    return raw if isinstance(raw, int) and raw >= 0 else None
 
 
 class Settings:
@@ -139,6 +149,15 @@ class Settings:
         """Seconds a call waits for a decision, and an approved call for its resume."""
         value = parse_timeout(getattr(django_settings, "NR_LLM_APPROVAL_EXPIRY_SECONDS", None))
         return DEFAULT_APPROVAL_EXPIRY_SECONDS if value is None else value
+
+    @property
+    def LEDGER_RETENTION_DAYS(self) -> int:
+        """Days a finished ledger row is kept; 0 keeps every row. An unusable value (check
+        nr_llm.E024) keeps every row too: retention deletes, so a typo must not."""
+        raw = getattr(django_settings, "NR_LLM_LEDGER_RETENTION_DAYS", None)
+        if raw is None:
+            return DEFAULT_LEDGER_RETENTION_DAYS
+        return parse_retention_days(raw) or 0
 
     @property
     def APPROVAL_SECOND_APPROVER(self) -> bool:

@@ -54,6 +54,15 @@ def decrypt(token: str) -> str:
         ) from exc
 
 
+def is_current(token: str) -> bool:
+    """True when ``token`` is already under the first key: a rotation run again skips it."""
+    try:
+        _fernet(conf.CREDENTIAL_KEYS[0]).decrypt(token.encode("ascii"))
+    except (InvalidToken, UnicodeError, ValueError):
+        return False
+    return True
+
+
 def rotate(token: str) -> str:
     """Re-encrypt ``token`` under the first key."""
     try:

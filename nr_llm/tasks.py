@@ -1,4 +1,4 @@
-"""Catalogue imports from the admin go through Django's Tasks framework.
+"""Catalogue imports from the admin, and ledger retention, go through Django's Tasks framework.
 
 With the default immediate backend the import runs inside the request, as a direct call
 would; a site that configures a database or queue backend (``TASKS``, e.g. django-tasks-db
@@ -17,6 +17,7 @@ import django
 
 from . import import_state
 from .catalogue import ImportReport, import_catalogue
+from .governance.retention import prune
 from .models import McpServer
 
 logger = logging.getLogger("nr_llm.tasks")
@@ -49,6 +50,24 @@ def import_server_catalogue(server_pk: int, token: str = "") -> dict[str, Any]:
         raise  # the task backend records the failure and its traceback
     import_state.mark_idle(server_pk, token)
     return dataclasses.asdict(report)
+
+
+@task()
+def prune_ledger(days: int | None = None) -> dict[str, Any]:
+    """Retention on the worker queue: what ``mcp_prune_ledger`` does, scheduled by the site.
+
+    The report travels back as JSON; each line is also logged for a worker's log.
+    """
+    report = prune(days)
+    for line in report.lines():
+        logger.info("%s", line)
+    return {
+        "days": report.days,
+        "cutoff": report.cutoff.isoformat() if report.cutoff else None,
+        "removed": report.removed,
+        "batches": report.batches,
+        "reaped": report.reaped,
+    }
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,11 @@
 - ``ledger``: those writes, the arguments' canonical JSON and digest, encryption at rest;
 - ``decisions``: approve, deny, expiry, and the claim that lets an approved call run once;
 - ``ceiling``: the order of the six data classes and what a ceiling lets through;
-- ``admin``: the Tool calls and Approvals pages.
+- ``retention``: deleting finished rows past ``NR_LLM_LEDGER_RETENTION_DAYS``, in batches;
+- ``reaper``: calls left running by a dead worker marked failed, "may have run";
+- ``dbclock``: the database's clock, against a worker's clock that jumps forward;
+- ``admin``: the Tool calls and Approvals pages, with ``filters`` (indexed, fixed choices),
+  ``paging`` (a count that never reads the whole ledger) and ``summary`` (per server).
 
 The API a site calls is ``nr_llm.tools`` (``execute``, ``resume``, ``approve``, ``deny``).
 """

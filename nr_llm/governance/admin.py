@@ -9,23 +9,28 @@ call's page, for holders of ``approve_toolcall``.
 from __future__ import annotations
 
 import logging
+import threading
+import time
+import uuid
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import Case, Count, IntegerField, OuterRef, Subquery, Value, When
+from django.db import DatabaseError
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Now
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.functional import lazy
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from .. import admin_columns
 from ..credentials import CredentialUnavailable
-from ..models import McpTool
+from ..models import McpServer, McpTool
 from ..tools import resume
-from . import columns, decisions, ledger, visible
+from . import columns, decisions, filters, ledger, paging, summary, visible
 from .ceiling import label
 from .models import PENDING, ToolCall, ToolCallApproval, ToolCallStatus
 
@@ -47,16 +52,22 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
     # Related facts share a column so the list fits a 1280 px screen beside the filters.
     list_display = ["when_column", "tool_column", "actor_label", "status_column"]
     list_display_links = ["when_column"]
+    change_list_template = "admin/nr_llm/toolcall/change_list.html"
+    # Fixed choices or small tables, each on an index; no date hierarchy (it reads DISTINCT
+    # dates of the whole ledger) and no facets (a count per choice): filters.py.
     list_filter = [
-        "status",
-        ("server_identifier", admin.AllValuesFieldListFilter),
-        ("tool_name", admin.AllValuesFieldListFilter),
-        ("actor_label", admin.AllValuesFieldListFilter),
+        filters.SinceFilter,
+        filters.StatusFilter,
+        filters.ServerFilter,
+        filters.ToolFilter,
     ]
-    date_hierarchy = "created"
-    search_fields = ["tool_name", "server_identifier", "actor_label"]
+    show_facets = admin.ShowFacets.NEVER
+    # One exact, indexed lookup (get_search_results); the field named here only shows the box.
+    search_fields = ["actor_label"]
+    search_help_text = "An actor exactly as recorded (a username or the caller's label), or a call's id."
     ordering = ["-created"]
     list_per_page = 50
+    show_full_result_count = False
     fieldsets = [
         (
             None,
@@ -133,7 +144,39 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         _expire_due()
-        return super().changelist_view(request, extra_context)
+        context = dict(extra_context or {})
+        # On the list as it opens: a filtered or searched list is about those rows, not this.
+        if self.change_list_template == ToolCallAdmin.change_list_template and not request.GET:
+            rows = _summary()
+            context["summary"] = rows
+            context["summary_sample"] = summary.SAMPLE
+            context["summary_estimated"] = any(w.estimated for row in rows for w in row.windows)
+        return super().changelist_view(request, context)
+
+    def get_paginator(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[ToolCall],
+        per_page: int,
+        orphans: int = 0,
+        allow_empty_first_page: bool = True,
+    ) -> paging.WindowPaginator:
+        return paging.paginator_for(
+            request, queryset, per_page, orphans=orphans, allow_empty_first_page=allow_empty_first_page
+        )
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[ToolCall], search_term: str
+    ) -> tuple[QuerySet[ToolCall], bool]:
+        # Django's search ORs an icontains per field: a scan of every row. An exact actor, or a
+        # call id pasted from a log, each reads one index.
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        try:
+            return queryset.filter(pk=uuid.UUID(term)), False
+        except ValueError:
+            return queryset.filter(actor_label=term), False
 
     def change_view(
         self,
@@ -350,18 +393,13 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
 
 @admin.register(ToolCallApproval)
 class ToolCallApprovalAdmin(ToolCallAdmin):
-    """The same rows, calls awaiting a decision first, then approved ones, then the rest."""
+    """The inbox: calls waiting on a person (to decide, or approved and not yet run), newest
+    first; every other call behind the status filter's "All"."""
 
-    list_filter = ["status", ("server_identifier", admin.AllValuesFieldListFilter)]
-    ordering = [
-        Case(
-            When(status=ToolCallStatus.AWAITING_APPROVAL, then=Value(0)),
-            When(status=ToolCallStatus.APPROVED, then=Value(1)),
-            default=Value(2),
-            output_field=IntegerField(),
-        ).asc(),
-        "-created",
-    ]
+    # Django's own list template: the summary is the Tool calls page's.
+    change_list_template = "admin/change_list.html"
+    list_filter = [filters.InboxFilter, filters.ServerFilter, filters.SinceFilter]
+    ordering = ["-created"]
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return request.user.has_perm("nr_llm.view_toolcall") or request.user.has_perm(
@@ -370,6 +408,11 @@ class ToolCallApprovalAdmin(ToolCallAdmin):
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
+
+    def get_model_perms(self, request: HttpRequest) -> dict[str, bool]:
+        # Called as a page builds its app list, before the plural is rendered: count now.
+        _refresh_waiting()
+        return super().get_model_perms(request)
 
 
 def awaiting_count() -> Any:
@@ -397,8 +440,60 @@ def awaiting_link(identifier: str, count: int) -> SafeString:
     )
 
 
+WAITING_COUNTED = 1000
+
+
+def waiting_count() -> int:
+    """Calls awaiting a decision or their run, not yet expired (the pending index), counted to
+    ``WAITING_COUNTED`` at most."""
+    waiting = ToolCall.objects.filter(status__in=PENDING, expires_at__gt=timezone.now()).order_by()
+    return waiting[:WAITING_COUNTED].count()
+
+
+# The admin renders a model's plural a dozen times a page (index, sidebar, breadcrumbs, the
+# sort of the app list): the count is taken once when the page builds its app list
+# (get_model_perms) and reused by this thread for a second, not counted at every mention.
+_waiting = threading.local()
+WAITING_REUSED_SECONDS = 1.0
+
+
+def _refresh_waiting() -> int:
+    try:
+        count = waiting_count()
+    except DatabaseError:  # before migrate, or a database that is down: the name alone
+        count = 0
+    _waiting.value = (time.monotonic(), count)
+    return count
+
+
+def _approvals_label() -> str:
+    # The admin index names a model by its plural and offers no other hook for a count.
+    taken = getattr(_waiting, "value", None)
+    if taken is not None and time.monotonic() - taken[0] < WAITING_REUSED_SECONDS:
+        count = taken[1]
+    else:
+        count = _refresh_waiting()
+    if not count:
+        return "approvals"
+    return f"approvals ({count}{'+' if count >= WAITING_COUNTED else ''} waiting)"
+
+
+# Set on the class's options, not in its Meta: migrations read Meta only, so the count never
+# reaches them; a lazy string is counted when a page renders it.
+ToolCallApproval._meta.verbose_name_plural = lazy(_approvals_label, str)()
+
+
+def _summary() -> list[summary.ServerSummary]:
+    servers = list(McpServer.objects.order_by("identifier").values_list("identifier", flat=True))
+    return summary.summarise(timezone.now(), [*servers, ""])
+
+
 def _expire_due() -> None:
     """Pending calls past their time are shown (and filtered) as expired, not as waiting."""
+    # Most pages find none due: one read on the pending index, instead of the ledger's own
+    # transaction (a thread and a connection) for an UPDATE of nothing.
+    if not ToolCall.objects.filter(status__in=PENDING, expires_at__lte=timezone.now()).exists():
+        return
     try:
         decisions.expire_due()
     except ledger.LedgerUnavailable as exc:

@@ -44,7 +44,7 @@ def _unconstrained(to: str, related_name: str = "+") -> models.ForeignKey:  # ty
 
 class ToolCall(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    created = models.DateTimeField(db_index=True)
+    created = models.DateTimeField()
     # What was called, copied at call time: the tool or its server may be renamed or deleted.
     tool_name = models.CharField("tool", max_length=200)
     tool = _unconstrained("nr_llm.McpTool")
@@ -61,7 +61,7 @@ class ToolCall(models.Model):
     arguments_digest = models.CharField("arguments SHA-256", max_length=64, blank=True)
     actor_user = _unconstrained(settings.AUTH_USER_MODEL)
     actor_label = models.CharField("actor", max_length=150, blank=True)
-    status = models.CharField(max_length=20, choices=ToolCallStatus.choices, db_index=True)
+    status = models.CharField(max_length=20, choices=ToolCallStatus.choices)
     error_kind = models.CharField(max_length=32, blank=True)
     # "modern" (2026-07-28) or "handshake"; "" for a local tool or a call that got no answer.
     era = models.CharField("protocol era", max_length=16, blank=True)
@@ -84,7 +84,25 @@ class ToolCall(models.Model):
             ("approve_toolcall", "Can approve or deny tool calls"),
             ("view_toolcall_arguments", "Can view tool call arguments and results"),
         ]
-        indexes = [models.Index(fields=["status", "expires_at"], name="nr_llm_toolcall_pending")]
+        # Each page of the admin reads the newest rows of one of these (a backward index scan
+        # that stops after a page), so a page costs the same at 100k and at 1M rows. Every
+        # index is a cost on the write path: none beyond what a page, a filter or retention uses.
+        indexes = [
+            models.Index(fields=["status", "expires_at"], name="nr_llm_toolcall_pending"),
+            # The default order (the admin adds the pk to make it total); retention's range.
+            models.Index(fields=["created", "id"], name="nr_llm_toolcall_created"),
+            models.Index(fields=["status", "created"], name="nr_llm_toolcall_status"),
+            models.Index(fields=["server_identifier", "created"], name="nr_llm_toolcall_server"),
+            # With its server: the tool filter is offered once a server is chosen, and the two
+            # equalities then read one index range in order (with the tool alone leading,
+            # PostgreSQL would AND two indexes and read every entry of the server's).
+            models.Index(fields=["tool_name", "server_identifier", "created"], name="nr_llm_toolcall_tool"),
+            models.Index(fields=["actor_label", "created"], name="nr_llm_toolcall_actor"),
+            # The approvals inbox: small (pending calls expire), newest first.
+            models.Index(
+                fields=["created"], condition=models.Q(status__in=PENDING), name="nr_llm_toolcall_inbox"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.id})"

@@ -36,9 +36,11 @@ def _tool_calls_seen(url: str) -> int:
 def test_a_call_waits_an_approver_approves_it_and_resume_answers(
     live_server, admin_user, browser_page, settings
 ):
-    """Server list → "1 awaiting approval" → the call's page (arguments, digest, the tool as it
-    was) → Approve with a note → the agent's resume runs it once; a second call is denied; the
-    Tool calls list shows Succeeded, Denied and Awaiting approval and fits 1280 px."""
+    """Index "Approvals (1 waiting)" → the inbox lists the waiting call only; server list → "1
+    awaiting approval"; the call's page with Approve and Deny in its first screen (arguments,
+    digest, the tool as it was below) → Approve with a note → the agent's resume runs it once;
+    a second call is denied; the Tool calls list shows Succeeded, Denied and Awaiting approval
+    under the per-server summary, and fits 1280 px."""
     settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser_page
@@ -62,18 +64,37 @@ def test_a_call_waits_an_approver_approves_it_and_resume_answers(
 
         log_in(page, live_server.url)
 
+        # The admin index counts the waiting call beside Approvals.
+        assert page.get_by_role("link", name="Approvals (1 waiting)").count() >= 1
+
         # The server list counts the waiting call and links to it.
         page.goto(f"{live_server.url}/admin/nr_llm/mcpserver/")
         _assert_changelist_fits(page)
         page.get_by_role("link", name="1 awaiting approval").click()
         page.wait_for_selector("#result_list")
         assert "Awaiting approval" in page.locator("#result_list tbody tr").first.inner_text()
+        _assert_changelist_fits(page)
+
+        # The inbox, from the index: the waiting call and nothing else.
+        page.goto(f"{live_server.url}/admin/")
+        page.get_by_role("link", name="Approvals (1 waiting)").first.click()
+        page.wait_for_selector("#result_list")
+        rows = page.locator("#result_list tbody tr")
+        assert rows.count() == 1 and "Awaiting approval" in rows.first.inner_text()
+        chosen = page.locator("#changelist-filter li.selected").first.inner_text()
+        assert "Waiting (to decide or to run)" in chosen
         page.screenshot(path=str(DOCS_IMG / "admin-approvals.png"))
         _assert_changelist_fits(page)
 
-        # The call's page: arguments as JSON, the digest, the tool as it was, the buttons.
-        page.locator("#result_list tbody tr th a").first.click()
+        # The call's page: Approve and Deny at the top, in the first screen (1280x800, not
+        # scrolled); below them the arguments as JSON, the digest, the tool as it was.
+        rows.first.locator("th a").click()
         page.wait_for_selector("#tool-call-decision")
+        assert page.evaluate("window.scrollY") == 0
+        height = page.viewport_size["height"]
+        for name in ("Approve", "Deny"):
+            box = page.get_by_role("button", name=name, exact=True).bounding_box()
+            assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height, (name, box)
         arguments = page.locator("div.field-arguments_column pre").inner_text()
         assert '"text": "hello, approver"' in arguments
         call = ToolCall.objects.get(pk=waiting.call_id)
@@ -82,7 +103,7 @@ def test_a_call_waits_an_approver_approves_it_and_resume_answers(
             page.locator("div.field-schema_column").inner_text()
         )
         page.fill("#id_note", "Checked the text; fine to send.")
-        page.locator("#content").screenshot(path=str(DOCS_IMG / "admin-tool-call-approve.png"))
+        page.screenshot(path=str(DOCS_IMG / "admin-tool-call-approve.png"))  # the first screen
         page.get_by_role("button", name="Approve", exact=True).click()
         page.wait_for_selector("ul.messagelist")
         message = page.locator("ul.messagelist").inner_text()
@@ -119,6 +140,9 @@ def test_a_call_waits_an_approver_approves_it_and_resume_answers(
             for cell in page.locator("#result_list td.field-status_column").all_inner_texts()
         ]
         assert statuses == ["Awaiting approval", "Denied", "Succeeded"], statuses
+        # Above it, the per-server summary: three calls in 24 h, one failed none, one waiting.
+        summary = page.locator("#tool-call-summary tbody tr").first.inner_text()
+        assert summary.split()[:2] == ["guarded", "3"], summary
         page.screenshot(path=str(DOCS_IMG / "admin-tool-calls.png"))
         _assert_changelist_fits(page)
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import html
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
@@ -47,16 +49,18 @@ def _post(client: Client, call_id: object, verb: str, **data: str):
     return client.post(reverse(f"admin:nr_llm_toolcall_{verb}", args=[call_id]), data, follow=True)
 
 
-def test_the_changelist_lists_newest_first_with_filters_and_a_date_hierarchy():
-    """Newest first; status, server, tool and actor filter; the date hierarchy is shown."""
+def test_the_changelist_lists_newest_first_with_indexed_filters_and_an_actor_search():
+    """Newest first; status, server, tool, time and actor filter (the search finds an actor
+    exactly, or a call by its id); no date hierarchy (it reads every row's date)."""
     tool = guarded_tool(requires_approval=False, identifier="free")
     old = row_of(tools.execute(tool.tool_name, {"text": "a"}, client=FakeClient(), actor="first"))
     new = _held(actor="second")
+    ToolCall.objects.filter(pk=old.pk).update(created=timezone.now() - timedelta(days=2))
     client = _client("view_toolcall")
     page = client.get(reverse("admin:nr_llm_toolcall_changelist"))
     text = page.content.decode()
     assert text.index(str(new.pk)) < text.index(str(old.pk))
-    assert 'class="xfull"' in text or "date_hierarchy" in text or "created__year" in text
+    assert "created__year" not in text and 'class="xfull"' not in text
     for query, shown, hidden in [
         ("status__exact=succeeded", old, new),
         ("status__exact=awaiting_approval", new, old),
@@ -64,19 +68,38 @@ def test_the_changelist_lists_newest_first_with_filters_and_a_date_hierarchy():
         ("server_identifier=guarded", new, old),
         ("server_identifier=free", old, new),
         ("tool_name=mcp_guarded_echo", new, old),
+        ("server_identifier=guarded&tool_name=mcp_guarded_echo", new, old),
+        ("since=24h", new, old),
+        ("q=second", new, old),
+        (f"q={old.pk}", old, new),
     ]:
         listed = client.get(reverse("admin:nr_llm_toolcall_changelist") + "?" + query).content.decode()
         assert str(shown.pk) in listed and str(hidden.pk) not in listed, query
 
 
-def test_the_approvals_view_lists_awaiting_calls_first():
-    """An older awaiting call is above a newer finished one."""
-    waiting = _held()
+def test_the_approvals_inbox_lists_waiting_calls_newest_first_and_the_index_counts_them():
+    """By default the inbox lists calls awaiting a decision and approved ones not yet run,
+    newest first, and no finished call; "All" lists every call; the admin index names the
+    number waiting beside Approvals."""
+    older = _held("older")
+    approved = _held("approved")
+    client = _approver_client()
+    assert client.post(reverse("admin:nr_llm_toolcall_approve", args=[approved.pk]), {}).status_code == 302
+    newest = _held("newest")
     tool = guarded_tool(requires_approval=False, identifier="free")
-    later = row_of(tools.execute(tool.tool_name, {"text": "b"}, client=FakeClient()))
-    text = _approver_client().get(reverse("admin:nr_llm_toolcallapproval_changelist")).content.decode()
-    assert text.index(str(waiting.pk)) < text.index(str(later.pk))
-    assert "Awaiting approval" in text
+    finished = row_of(tools.execute(tool.tool_name, {"text": "b"}, client=FakeClient()))
+    start = timezone.now() - timedelta(minutes=10)
+    for minutes, row in enumerate([older, approved, newest, finished]):
+        ToolCall.objects.filter(pk=row.pk).update(created=start + timedelta(minutes=minutes))
+    inbox = reverse("admin:nr_llm_toolcallapproval_changelist")
+    # The list only: the approval's message above it names a call too.
+    text = client.get(inbox).content.decode().partition('id="result_list"')[2]
+    assert text.index(str(newest.pk)) < text.index(str(approved.pk)) < text.index(str(older.pk))
+    assert str(finished.pk) not in text
+    everything = client.get(inbox + "?status__exact=all").content.decode()
+    assert str(finished.pk) in everything and str(older.pk) in everything
+    index = client.get(reverse("admin:index")).content.decode()
+    assert "Approvals (3 waiting)" in index
 
 
 def test_the_calls_page_shows_an_approver_the_arguments_digest_and_the_tool_as_it_was():

@@ -1,0 +1,64 @@
+"""The reaper: a call left ``running`` past its budget plus a margin is marked failed, "may have run".
+
+An operation ends within its budget plus under a second whatever the server does (the
+deadline's contract), and ``execute()`` records every outcome it sees; a row still running
+long after that belongs to a worker that was killed mid-call. The server may have run the
+tool, so the row says so: status failed, ``error_kind = "abandoned"``, and a kept answer
+telling the reader not to assume either way.
+
+The budget used is the largest any server may have (the installation's, or a server's own
+override, whichever is larger), so a call to a slow server is never reaped while it can
+still be running. A local tool has no deadline: one that runs longer than that budget
+plus ``MARGIN_SECONDS`` is reaped too (its late outcome is then not recorded), the price of
+never leaving a dead worker's row running for good.
+
+A worker clock jumped forward does not reap live calls: the age counts from the database
+server's clock when it is behind (dbclock.py). It runs at the start of every prune
+(``mcp_prune_ledger`` and the ``prune_ledger`` task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from ..conf import conf
+from . import dbclock, ledger
+from .models import ToolCall, ToolCallStatus
+
+#: Beyond the budget: a loaded worker, a slow ledger write, clocks a little apart.
+MARGIN_SECONDS = 300
+ABANDONED = "abandoned"
+ABANDONED_TEXT = (
+    "The worker running this call stopped before recording its outcome. The server may have run "
+    "the tool: check its effect before calling it again."
+)
+
+
+def longest_budget() -> float:
+    """Seconds the slowest server's operation may take (the admin's override, or the setting)."""
+    from ..models import McpServer  # the server models import the governance package
+
+    override = McpServer.objects.aggregate(longest=Max("operation_timeout"))["longest"] or 0
+    return max(conf.MCP_OPERATION_TIMEOUT, float(override))
+
+
+def reap(*, clock: Callable[[], datetime] = timezone.now) -> int:
+    """Mark overdue running calls failed, may have run; return how many."""
+    now = clock()
+    cutoff = dbclock.not_ahead(now) - timedelta(seconds=longest_budget() + MARGIN_SECONDS)
+    overdue = Q(started_at__lt=cutoff) | Q(started_at__isnull=True, created__lt=cutoff)
+    answer = ledger.preview(ABANDONED_TEXT)
+    # One UPDATE, conditional on the state: a worker that records its outcome first wins, and
+    # its own later write (``ledger.finish``, WHERE status = running) cannot undo a reap.
+    return ledger.write(
+        lambda: ToolCall.objects.filter(overdue, status=ToolCallStatus.RUNNING).update(
+            status=ToolCallStatus.FAILED,
+            error_kind=ABANDONED,
+            finished_at=now,
+            result_preview_ciphertext=answer,
+        )
+    )
