@@ -6,7 +6,12 @@
   ``ToolResult`` whose ``status`` the loop branches on (``awaiting_approval`` when the
   server requires an operator's approval first);
 - ``approve`` / ``deny`` record an operator's decision, ``resume(call_id)`` runs an approved
-  call exactly once.
+  call exactly once;
+- ``execute_many(calls, ...)`` runs a model turn's calls side by side and returns their
+  results in order;
+- ``aexecute``, ``aresume``, ``adefinitions``, ``aexecute_many``: the async twins (Django's
+  convention); the sync functions called from a running event loop raise
+  ``SynchronousOnlyOperation`` naming them.
 
 None of them raises for a tool's failure: the model is told the call failed and the loop
 carries on (seed 000). Every ``execute`` leaves a row in the tool-call ledger
@@ -18,6 +23,9 @@ from .execution import ToolCaller, execute, resume
 from .offering import Format, ToolSpec, available, definitions, spec
 from .registry import LocalTool, ToolFunction, local_tool_names, register, unregister
 from .results import ToolResult, ToolStatus
+from .turn import aexecute_many, execute_many
+from .turn_calls import TurnCall
+from .twins import adefinitions, aexecute, aresume
 
 __all__ = [
     "Decision",
@@ -29,11 +37,17 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "ToolStatus",
+    "TurnCall",
+    "adefinitions",
+    "aexecute",
+    "aexecute_many",
     "approve",
+    "aresume",
     "available",
     "definitions",
     "deny",
     "execute",
+    "execute_many",
     "local_tool_names",
     "register",
     "resume",

@@ -17,6 +17,7 @@ from ..governance import ceiling as ceilings
 from ..mcp.schema import SchemaRefused, normalise_schema
 from ..models import McpTool
 from .registry import local_tool, local_tool_names, local_tools
+from .threads import refuse_in_event_loop
 
 logger = logging.getLogger("nr_llm.tools")
 
@@ -94,6 +95,7 @@ def spec(name: str, *, data_class_ceiling: str | None = None) -> ToolSpec | None
 
 def definitions(format: Format = "openai", *, data_class_ceiling: str | None = None) -> list[dict[str, Any]]:
     """The available tools as function-calling specs for the OpenAI or Anthropic API."""
+    refuse_in_event_loop("definitions", "adefinitions")
     if format == "openai":
         return [
             {
