@@ -106,7 +106,7 @@ def test_the_overall_cap_bounds_calls_to_all_servers(settings):
     for identifier in ("one", "two", "three"):
         _tools(identifier, "a")
     client = RecordingClient(seconds=0.15)
-    calls = [(f"mcp_{identifier}_a", {}) for identifier in ("one", "two", "three") for _ in range(2)]
+    calls: list[object] = [(f"mcp_{identifier}_a", {}) for identifier in ("one", "two", "three") for _ in range(2)]
     results = tools.execute_many(calls, client=client)
     assert all(not r.is_error for r in results)
     assert client.peak == 4
@@ -117,7 +117,7 @@ def test_a_run_alone_tool_runs_after_the_others_one_at_a_time():
     server = _tools("docs", "read", "write")
     McpTool.objects.filter(server=server, remote_name="write").update(run_alone=True)
     client = RecordingClient(seconds=0.15)
-    calls = [
+    calls: list[object] = [
         ("mcp_docs_write", {"text": "1"}),
         ("mcp_docs_read", {"text": "2"}),
         ("mcp_docs_write", {"text": "3"}),
@@ -143,7 +143,12 @@ def test_a_server_that_runs_its_writes_alone_keeps_read_only_tools_concurrent():
         remote_annotations={"readOnlyHint": False, "destructiveHint": True}
     )
     client = RecordingClient(seconds=0.15)
-    calls = [("mcp_docs_write", {}), ("mcp_docs_unsure", {}), ("mcp_docs_read", {}), ("mcp_docs_read", {})]
+    calls: list[object] = [
+        ("mcp_docs_write", {}),
+        ("mcp_docs_unsure", {}),
+        ("mcp_docs_read", {}),
+        ("mcp_docs_read", {}),
+    ]
     tools.execute_many(calls, client=client)
     assert [c[0] for c in client.calls][-2:] == ["write", "unsure"]
     assert client.peak == 2  # the two reads together; the others alone
@@ -153,7 +158,12 @@ def test_one_failing_call_cancels_nothing_else():
     """A tool error, an unknown tool and a refused call each get their own result; the others run."""
     _tools("docs", "a", "fail")
     client = RecordingClient(seconds=0.05)
-    calls = [("mcp_docs_fail", {}), ("no_such_tool", {}), ("mcp_docs_a", {"text": "x"}), ("mcp_docs_a", [1])]
+    calls: list[object] = [
+        ("mcp_docs_fail", {}),
+        ("no_such_tool", {}),
+        ("mcp_docs_a", {"text": "x"}),
+        ("mcp_docs_a", [1]),
+    ]
     results = tools.execute_many(calls, client=client)
     assert [r.status for r in results] == ["failed", "failed", "succeeded", "failed"]
     assert "reported an error: it failed" in results[0].text
@@ -244,7 +254,7 @@ def test_an_approval_tool_in_a_turn_is_held_and_never_contacted():
     results = tools.execute_many([("mcp_guarded_a", {}), ("mcp_docs_a", {})], client=client)
     assert [r.status for r in results] == ["awaiting_approval", "succeeded"]
     assert [c[0] for c in client.calls] == ["a"]
-    assert ToolCall.objects.get(pk=results[0].call_id).status == ToolCallStatus.AWAITING_APPROVAL
+    assert ToolCall.objects.get(pk=str(results[0].call_id)).status == ToolCallStatus.AWAITING_APPROVAL
 
 
 def test_a_call_that_cannot_start_within_the_turns_budget_is_not_sent(settings):
@@ -314,7 +324,7 @@ def test_arguments_the_turn_reads_reach_the_ledger_as_execute_records_them():
     _tools("docs", "a")
     call = {"id": "c", "type": "function", "function": {"name": "mcp_docs_a", "arguments": '{"text": "é"}'}}
     [result] = tools.execute_many([call], client=RecordingClient(seconds=0.01))
-    row = ToolCall.objects.get(pk=result.call_id)
+    row = ToolCall.objects.get(pk=str(result.call_id))
     assert row.arguments_digest == ledger.digest_of(
         json.dumps({"text": "é"}, separators=(",", ":"), ensure_ascii=False)
     )
