@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -71,18 +72,38 @@ def _forked() -> None:
 os.register_at_fork(after_in_child=_forked)
 
 
-def _as_unit_of_work(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+def _as_unit_of_work(
+    carried: list[tuple[contextvars.ContextVar[object], object]],
+    function: Callable[P, T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    tokens = [(var, var.set(value)) for var, value in carried]
     close_old_connections()
     try:
         return function(*args, **kwargs)
     finally:
         close_old_connections()
+        for var, token in reversed(tokens):
+            var.reset(token)
+
+
+def _carried() -> list[tuple[contextvars.ContextVar[object], object]]:
+    # The caller's context variables (a trace's span, a request's id) go along; asgiref's
+    # do not: Django keeps a thread's database connection in them, and the pool thread's own
+    # must stay its own (run in a copied context, it would be a new connection per call,
+    # dropped unclosed with the copy when CONN_MAX_AGE keeps connections).
+    return [
+        (var, value)
+        for var, value in contextvars.copy_context().items()
+        if not var.name.startswith("asgiref")
+    ]
 
 
 def submit(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
-    """Run ``function`` on the pool with the caller's context (trace, span) carried over."""
-    context = contextvars.copy_context()
-    return pool().submit(context.run, _as_unit_of_work, function, *args, **kwargs)  # type: ignore[arg-type]
+    """Run ``function`` on the pool with the caller's context variables carried over."""
+    work = functools.partial(_as_unit_of_work, _carried(), function, *args, **kwargs)
+    return pool().submit(work)
 
 
 async def run(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

@@ -106,7 +106,8 @@ def test_the_overall_cap_bounds_calls_to_all_servers(settings):
     for identifier in ("one", "two", "three"):
         _tools(identifier, "a")
     client = RecordingClient(seconds=0.15)
-    calls: list[object] = [(f"mcp_{identifier}_a", {}) for identifier in ("one", "two", "three") for _ in range(2)]
+    servers = ("one", "two", "three")
+    calls: list[object] = [(f"mcp_{identifier}_a", {}) for identifier in servers for _ in range(2)]
     results = tools.execute_many(calls, client=client)
     assert all(not r.is_error for r in results)
     assert client.peak == 4
