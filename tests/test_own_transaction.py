@@ -100,7 +100,7 @@ def test_a_writer_whose_connection_died_reconnects_after_an_idle_spell(monkeypat
     close_writers()  # one writer, so the next write is served by the one whose session ends
     first = run_in_own_transaction(_session)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(%s)", [first])
+        cursor.execute("SELECT pg_terminate_backend(%s)", [int(str(first))])
     time.sleep(0.1)
     second = run_in_own_transaction(_session)
     assert second != first
