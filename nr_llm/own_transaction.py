@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from django.db import DatabaseError, connection, transaction
 
@@ -89,6 +89,9 @@ class _Writers:
                     _drop_if_unusable()
                 try:
                     with transaction.atomic():
+                        if getattr(work, "relaxed_commit", False) and connection.vendor == "postgresql":
+                            with connection.cursor() as cursor:
+                                cursor.execute("SET LOCAL synchronous_commit TO OFF")
                         value = work()
                 except BaseException as exc:  # handed to the caller, raised there
                     if isinstance(exc, DatabaseError):
@@ -120,6 +123,21 @@ def _forked() -> None:
 
 
 os.register_at_fork(after_in_child=_forked)
+
+
+class relaxed(Generic[T]):
+    """``work`` whose commit need not wait for the disk (PostgreSQL's ``synchronous_commit``
+    off, for that transaction only): visible to every session and safe from a caller's rollback
+    at once, durable a fraction of a second later. Only what a database server's crash may lose
+    without harm: never a state move another decision relies on (an approval, a claim)."""
+
+    relaxed_commit = True
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._work = work
+
+    def __call__(self) -> T:
+        return self._work()
 
 
 def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-transaction") -> T:

@@ -19,11 +19,13 @@ __all__ = ["oauth_peers", "tls"]
 
 @pytest.fixture(scope="session")
 def _writers_closed_before_the_database_goes(django_db_setup: None) -> Iterator[None]:
-    """The writer threads keep their connections open (nr_llm/own_transaction.py): close them
+    """The writer threads and the tool-call pool's may keep their connections open: close them
     before the test database is dropped (PostgreSQL refuses to drop a database in use)."""
     yield
     from nr_llm.own_transaction import close_writers
+    from nr_llm.tools.threads import close_pool
 
+    close_pool()
     close_writers()
 
 

@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 from django.core.exceptions import SynchronousOnlyOperation
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from ..conf import conf
 
@@ -61,6 +61,27 @@ def pool() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=conf.TOOL_THREADS, thread_name_prefix="nr-llm-tool")
         return _pool
+
+
+def close_pool() -> None:
+    """Close every pool thread's database connection and stop the pool (before a test database
+    is dropped); the next call starts a new one."""
+    global _pool
+    with _lock:
+        current, _pool = _pool, None
+    if current is None:
+        return
+    count = len(current._threads)
+    # One job per thread: none can pass the barrier until every thread holds one.
+    barrier = threading.Barrier(count)
+
+    def close() -> None:
+        barrier.wait(30)
+        connections.close_all()
+
+    for _ in range(count):
+        current.submit(close)
+    current.shutdown(wait=True)
 
 
 def _forked() -> None:
