@@ -3,10 +3,12 @@
     .venv/bin/python -m bench.turn [--delay-ms 20] [--rounds 5] [--ops 10]
         [--postgres postgres://postgres@127.0.0.1:5432/nrllm_bench_turn | --postgres none]
 
-The official SDK server over TLS by name behind bench/wan.py's latency proxy (D ms each way), and
+The official SDK server over TLS by name behind bench/wan.py's latency proxy (D ms each way, in a
+process of its own, so its work does not compete with the contenders' for this one's CPU), and
 a throw-away database, each in a process of its own: SQLite (a file, as a site has it, not the
 tests' in-memory one) with its default rollback journal and in WAL mode (``init_command``), and
-PostgreSQL; connections persistent (``CONN_MAX_AGE=60``) as a production site has them. Compared round by round, so all see the same load:
+PostgreSQL; connections persistent (``CONN_MAX_AGE=60``) as a production site has them.
+Compared round by round, so all see the same load:
 
 - the floor: one POST per call on a kept-alive ``requests`` session (bench/wan.py's);
 - the client's warm call: ``McpClient.call_tool`` as ``mcp_client()`` builds it (health stamp
@@ -30,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,13 +86,14 @@ def child(delay: float, rounds: int, ops: int) -> None:
 def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) -> list[str]:
     from django.test.utils import override_settings
 
-    from bench.wan import NAME, LatencyProxy, floor
+    from bench.wan import NAME, floor
     from nr_llm import tools
     from nr_llm.endpoints import endpoint_for
     from nr_llm.health import HealthRecorder
     from nr_llm.mcp import McpClient
     from nr_llm.mcp.pool import process_pool
     from nr_llm.models import DataClass, McpServer, McpTool
+    from tests.peers import running
     from tests.tls import TestAuthority, sdk_server_tls
 
     authority = TestAuthority(directory)
@@ -97,12 +101,15 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
     with (
         override_settings(NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS=True),
         sdk_server_tls(authority, NAME) as url,
-        LatencyProxy(int(url.split("/")[2].rsplit(":", 1)[1]), delay) as proxy,
+        # The link in a process of its own: its work is the network's, not this process's CPU.
+        running(
+            [sys.executable, "-m", "bench.turn", "--proxy", url.split("/")[2].rsplit(":", 1)[1], str(delay)]
+        ) as proxy_port,
     ):
         server = McpServer.objects.create(
             identifier="bench",
             name="Bench",
-            url=f"https://{NAME}:{proxy.port}/mcp",
+            url=f"https://{NAME}:{proxy_port}/mcp",
             data_class=DataClass.PUBLIC_CONTENT,
             requires_approval=False,
             enabled=True,
@@ -151,7 +158,7 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
                 check(tools.execute(name, args, client=client))
 
         contenders: dict[str, Callable[[int], None]] = {
-            FLOOR: floor(url, ca, proxy.port),
+            FLOOR: floor(url, ca, proxy_port),
             CLIENT: calls(lambda: client.call_tool(endpoint, "echo", arguments)),
             EXECUTE: calls(lambda: check(tools.execute("mcp_bench_echo", arguments, client=client))),
             MANY: calls(many),
@@ -160,17 +167,14 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
             SERIAL: calls(serial),
         }
         times: dict[str, list[float]] = {name: [] for name in contenders}
-        dialled = dict.fromkeys(contenders, 0)
         for run in contenders.values():
             run(2)  # warm: imports, the era verdict, connections, pool and writer threads
         for _ in range(rounds):
             for name, run in contenders.items():
                 run(1)  # untimed: the connections this contender needs are warm
-                before = proxy.connections
                 started = time.perf_counter()
                 run(ops)
                 times[name].append((time.perf_counter() - started) * 1000 / ops)
-                dialled[name] += proxy.connections - before
         loop.close()
         process_pool().clear()
     ms = {name: statistics.median(values) for name, values in times.items()}
@@ -180,8 +184,7 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
     rows = []
     for name, value in ms.items():
         rows.append(
-            f"| {label} | {name} | {value:7.1f} ms | {value / ms[FLOOR]:5.2f}x | {value / ms[CLIENT]:5.2f}x "
-            f"| {dialled[name] / (rounds * ops):.2f} |"
+            f"| {label} | {name} | {value:7.1f} ms | {value / ms[FLOOR]:5.2f}x | {value / ms[CLIENT]:5.2f}x |"
         )
     over = ms[EXECUTE] - ms[CLIENT]
     rows.append(
@@ -197,6 +200,19 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
     return rows
 
 
+def _serve_proxy(upstream: int, delay: float) -> None:
+    """bench/wan.py's latency proxy as a process: prints ``PORT <n>``, serves until stopped."""
+    import signal
+
+    from bench.wan import LatencyProxy
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with LatencyProxy(upstream, delay) as proxy:
+        print(f"PORT {proxy.port}", flush=True)
+        stop.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -210,7 +226,11 @@ def main() -> None:
         help="PostgreSQL URL whose test_ database is created and dropped; 'none' skips it",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--proxy", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.proxy:
+        _serve_proxy(int(args.proxy[0]), float(args.proxy[1]))
+        return
     if args.child:
         child(args.delay_ms / 1000, args.rounds, args.ops)
         return
@@ -221,9 +241,8 @@ def main() -> None:
         f"{args.delay_ms:g} ms each way ({2 * args.delay_ms:g} ms round trip), TLS by name, SDK server, "
         f"{args.rounds} rounds of {args.ops}",
         "",
-        "| database | what | per call or turn | vs floor (one POST) | vs one warm client call "
-        "| connections dialled per call or turn |",
-        "|---|---|---:|---:|---:|---:|",
+        "| database | what | per call or turn | vs floor (one POST) | vs one warm client call |",
+        "|---|---|---:|---:|---:|",
     ]
     for extra in databases:
         env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
