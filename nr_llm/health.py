@@ -4,14 +4,15 @@ An operator reading "last contact 2 minutes ago" next to a failing tool knows th
 server answers and the tool is the problem; so only a completed operation may stamp,
 and the stamp must never cost the caller its answer, nor its time.
 
-The stamp is handed to the writer threads (``nr_llm.own_transaction``) and not waited for:
-it runs on their connection, never on the caller's. On PostgreSQL it skips a row another
-transaction holds (``FOR UPDATE SKIP LOCKED``): a call that already has its answer never
-waits on someone else's lock, and the next operation stamps again. A caller inside a
-transaction of its own (``ATOMIC_REQUESTS``, an ``atomic`` block) keeps the stamp in a
-savepoint of it: the server row may be the caller's own uncommitted one (another connection
-would not see it), and on SQLite the caller is the one writer another connection would wait
-for. There too a locked row is skipped, never waited on.
+On PostgreSQL the stamp is handed to the writer threads (``nr_llm.own_transaction``) and not
+waited for: it runs on their connection, never on the caller's, and skips a row another
+transaction holds (``FOR UPDATE SKIP LOCKED``): a call that already has its answer never waits
+on someone else's lock, and the next operation stamps again. A caller inside a transaction
+of its own (``ATOMIC_REQUESTS``, an ``atomic`` block) keeps the stamp in a savepoint of it:
+the server row may be the caller's own uncommitted one, which another connection would not
+see; there too a locked row is skipped. SQLite has no row locks to wait on, and one writer:
+a stamp from another connection could only collide with the caller's reads (an in-memory
+database answers "table is locked" at once), so there it stays on the caller's connection.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class HealthRecorder:
             # a contact is not an edit, and must not hide when an operator last changed the row.
             rows.update(**changes)
 
-        if connection.in_atomic_block:
+        if connection.vendor != "postgresql" or connection.in_atomic_block:
             try:
                 # A savepoint: a failing write must not leave the caller's transaction aborted.
                 with transaction.atomic():
