@@ -86,7 +86,7 @@ class _Model:
 
 
 class _AsyncModel(_Model):
-    async def create(self, *, model: str, messages: list[dict[str, Any]], tools: Any) -> Any:  # type: ignore[override]
+    async def create(self, *, model: str, messages: list[dict[str, Any]], tools: Any) -> Any:
         return self.answer(messages)
 
 
