@@ -4,22 +4,23 @@ An operator reading "last contact 2 minutes ago" next to a failing tool knows th
 server answers and the tool is the problem; so only a completed operation may stamp,
 and the stamp must never cost the caller its answer, nor its time.
 
-On PostgreSQL the stamp is handed to the writer threads (``nr_llm.own_transaction``) and not
-waited for: it runs on their connection, never on the caller's, and skips a row another
+The stamp is handed to the writer threads (``nr_llm.own_transaction``) and not waited for: it
+runs on their connection, never on the caller's, and on PostgreSQL skips a row another
 transaction holds (``FOR UPDATE SKIP LOCKED``): a call that already has its answer never waits
-on someone else's lock, and the next operation stamps again. A caller inside a transaction
-of its own (``ATOMIC_REQUESTS``, an ``atomic`` block) keeps the stamp in a savepoint of it:
-the server row may be the caller's own uncommitted one, which another connection would not
-see; there too a locked row is skipped. SQLite has no row locks to wait on, and one writer:
-a stamp from another connection could only collide with the caller's reads (an in-memory
-database answers "table is locked" at once), so there it stays on the caller's connection.
+on someone else's lock, and the next operation stamps again. On SQLite, whose one write lock
+the writer thread takes for stamps and ledger rows alike, the caller waits for its stamp (no
+row lock to wait on there), so its own next write never meets it. A caller inside a
+transaction of its own (``ATOMIC_REQUESTS``, an ``atomic`` block) keeps the stamp in a
+savepoint of it: the server row may be the caller's own uncommitted one, which another
+connection would not see, and on SQLite the caller holds the one write lock; there too a
+locked row is skipped.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -54,7 +55,7 @@ class HealthRecorder:
             # a contact is not an edit, and must not hide when an operator last changed the row.
             rows.update(**changes)
 
-        if connection.vendor != "postgresql" or connection.in_atomic_block:
+        if connection.in_atomic_block:
             try:
                 # A savepoint: a failing write must not leave the caller's transaction aborted.
                 with transaction.atomic():
@@ -62,7 +63,12 @@ class HealthRecorder:
             except Exception:
                 _swallowed(identifier)
             return
-        hand_over(stamp).add_done_callback(lambda done: _report(done, identifier))
+        done = hand_over(stamp)
+        done.add_done_callback(lambda finished: _report(finished, identifier))
+        if connection.vendor == "sqlite":
+            # One write at a time: a caller's next write must not meet its own stamp holding
+            # the lock (an in-memory database refuses at once instead of waiting).
+            wait([done])
 
 
 def _report(done: Future[object], identifier: str) -> None:

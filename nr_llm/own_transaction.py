@@ -10,7 +10,7 @@ The writers are few and kept: at most ``WRITERS`` threads per process, started o
 each holding its database connection open between writes (checked after an idle spell). A
 write costs a hand-over to a waiting thread and the statement itself: no thread is started
 and no connection opened per write, and the process never holds more than ``WRITERS``
-extra connections, however many requests write at once. ``close_writers()`` lets go of them
+extra connections (one on SQLite), however many requests write at once. ``close_writers()`` lets go of them
 (a test database about to be dropped); a forked child starts its own.
 
 SQLite allows one writer at a time: while the calling thread holds a write transaction, a
@@ -33,7 +33,8 @@ from django.db import DatabaseError, connection, transaction
 
 T = TypeVar("T")
 
-#: Writer threads (and so extra database connections) per process at most.
+#: Writer threads (and so extra database connections) per process at most; one on SQLite,
+#: which takes one writer at a time anyway (more would only queue on, or trip over, its lock).
 WRITERS = 4
 #: A connection idle this long is checked (one round trip) before it is trusted again: a
 #: server or a proxy may have closed it meanwhile.
@@ -59,7 +60,8 @@ class _Writers:
             self._pending += 1
             # A thread is started only when every one is busy: the count grows with the
             # writes in flight at once, never with the number of writes.
-            if self._pending > len(self._threads) and len(self._threads) < WRITERS:
+            limit = 1 if connection.vendor == "sqlite" else WRITERS
+            if self._pending > len(self._threads) and len(self._threads) < limit:
                 thread = threading.Thread(target=self._serve, name="nr-llm-writer", daemon=True)
                 self._threads.append(thread)
                 thread.start()

@@ -138,10 +138,8 @@ def test_a_successful_call_stamps_and_a_failed_one_does_not(settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_outside_a_transaction_the_stamp_is_off_the_callers_connection():
-    """PostgreSQL: a caller with no transaction of its own sends nothing for the stamp on its
-    connection and does not wait for it; the writer commits it."""
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite keeps the stamp on the caller's connection (nr_llm/health.py says why)")
+    """A caller with no transaction of its own sends nothing for the stamp on its connection
+    and does not wait for it; the writer commits it."""
     server = McpServerFactory.create()
     with CaptureQueriesContext(connection) as captured:
         HealthRecorder(now=lambda: STAMP).record_contact(endpoint_for(server), 42)
