@@ -35,7 +35,7 @@ DEFAULT_TOOL_THREADS = 32
 
 
 def parse_count(raw: object, default: int) -> int:
-    """A positive whole number, or ``default`` for anything else (checks report it)."""
+    """A positive whole number, or ``default`` for anything else (a typo never turns a cap off)."""
     if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 1:
         return raw
     return default

@@ -40,7 +40,8 @@ WRITERS = 4
 #: server or a proxy may have closed it meanwhile.
 IDLE_CHECK_SECONDS = 30.0
 
-_Job = tuple[Callable[[], Any], "Future[Any]"]
+_Job = tuple[Callable[[], Any], "Future[Any]", str]
+_IDLE_NAME = "nr-llm-writer"
 
 
 class _Writers:
@@ -54,7 +55,7 @@ class _Writers:
         self._pending = 0
         self._settled = threading.Condition(self._guard)
 
-    def submit(self, work: Callable[[], T]) -> Future[T]:
+    def submit(self, work: Callable[[], T], name: str = _IDLE_NAME) -> Future[T]:
         done: Future[T] = Future()
         with self._guard:
             self._pending += 1
@@ -62,10 +63,10 @@ class _Writers:
             # writes in flight at once, never with the number of writes.
             limit = 1 if connection.vendor == "sqlite" else WRITERS
             if self._pending > len(self._threads) and len(self._threads) < limit:
-                thread = threading.Thread(target=self._serve, name="nr-llm-writer", daemon=True)
+                thread = threading.Thread(target=self._serve, name=_IDLE_NAME, daemon=True)
                 self._threads.append(thread)
                 thread.start()
-        self._jobs.put((work, done))
+        self._jobs.put((work, done, name))
         return done
 
     def settle(self, timeout: float = 10.0) -> bool:
@@ -86,7 +87,9 @@ class _Writers:
         last = time.monotonic()
         try:
             while (job := self._jobs.get()) is not None:
-                work, done = job
+                work, done, name = job
+                # Named for the work while it runs (a debugger's thread list, a log's threadName).
+                threading.current_thread().name = name
                 if time.monotonic() - last > IDLE_CHECK_SECONDS:
                     _drop_if_unusable()
                 try:
@@ -102,6 +105,7 @@ class _Writers:
                 else:
                     done.set_result(value)
                 last = time.monotonic()
+                threading.current_thread().name = _IDLE_NAME
                 with self._settled:
                     self._pending -= 1
                     self._settled.notify_all()
@@ -146,16 +150,15 @@ def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-tra
     """Run ``work`` in a transaction committed on its own; its result is returned only once
     committed, and its exception (a failed commit's included) is raised here.
 
-    ``name`` says what the work is for (kept for the callers that name it; the writer
-    threads are shared).
+    ``name`` says what the work is for: the writer thread bears it while the work runs.
     """
-    return _writers.submit(work).result()
+    return _writers.submit(work, name).result()
 
 
 def hand_over(work: Callable[[], object]) -> Future[object]:
     """Run ``work`` in a transaction of its own without waiting for it (a bookkeeping write
     whose outcome the caller does not need); the returned future says how it ended."""
-    return _writers.submit(work)
+    return _writers.submit(work, "nr-llm-hand-over")
 
 
 def settle(timeout: float = 10.0) -> bool:
