@@ -93,11 +93,7 @@ class _Writers:
                 if time.monotonic() - last > IDLE_CHECK_SECONDS:
                     _drop_if_unusable()
                 try:
-                    with transaction.atomic():
-                        if getattr(work, "relaxed_commit", False) and connection.vendor == "postgresql":
-                            with connection.cursor() as cursor:
-                                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-                        value = work()
+                    value = _run(work)
                 except BaseException as exc:  # handed to the caller, raised there
                     if isinstance(exc, DatabaseError):
                         _drop_if_unusable()
@@ -111,6 +107,29 @@ class _Writers:
                     self._settled.notify_all()
         finally:
             connection.close()
+
+
+def _run(work: Callable[[], T]) -> T:
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            return work()
+    # The writers' sessions do not wait for the disk at commit: a relaxed write (one statement)
+    # runs in autocommit, one round trip; every other write is a transaction that asks to wait.
+    session = connection.connection
+    if session is None or _relaxed_sessions.get(threading.get_ident()) is not session:
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO OFF")
+        _relaxed_sessions[threading.get_ident()] = connection.connection
+    if getattr(work, "relaxed_commit", False):
+        return work()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO ON")
+        return work()
+
+
+#: Per writer thread, the database session already set to relaxed commits.
+_relaxed_sessions: dict[int, object] = {}
 
 
 def _drop_if_unusable() -> None:
@@ -132,10 +151,11 @@ os.register_at_fork(after_in_child=_forked)
 
 
 class relaxed(Generic[T]):
-    """``work`` whose commit need not wait for the disk (PostgreSQL's ``synchronous_commit``
-    off, for that transaction only): visible to every session and safe from a caller's rollback
-    at once, durable a fraction of a second later. Only what a database server's crash may lose
-    without harm: never a state move another decision relies on (an approval, a claim)."""
+    """``work`` of ONE statement whose commit need not wait for the disk (PostgreSQL's
+    ``synchronous_commit`` off): run in autocommit, one round trip, visible to every session and
+    safe from a caller's rollback at once, durable a fraction of a second later. Only what a
+    database server's crash may lose without harm: never a state move another decision relies
+    on (an approval, a claim). Elsewhere (SQLite) it is an ordinary transaction."""
 
     relaxed_commit = True
 
