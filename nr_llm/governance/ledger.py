@@ -5,7 +5,7 @@ A caller's rollback never erases an audit row, so every write here runs through
 (``nr_llm/own_transaction.py``), so a write costs its statement and a hand-over, no thread and
 no connection. A call costs the ledger two queries (the row as it starts, its outcome), an
 awaiting or refused call one. On PostgreSQL a call's own row does not wait for the disk at
-commit (``synchronous_commit`` off for that transaction): a server crash may lose the last
+commit (``own_transaction.relaxed``: one autocommit statement): a server crash may lose the last
 fraction of a second of them, a caller's rollback none. A held call's row, every decision and
 every claim wait for the disk: exactly once and "fails closed" rest on them. When a row cannot be written
 (``LedgerUnavailable``), the caller decides: a tool that requires approval fails closed, any
