@@ -158,7 +158,18 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         return [
             *sets,
             (None, {"fields": ["identifier", "name", "description", "url", "enabled"]}),
-            ("Policy", {"fields": ["data_class", "requires_approval", "operation_timeout"]}),
+            (
+                "Policy",
+                {
+                    "fields": [
+                        "data_class",
+                        "requires_approval",
+                        "operation_timeout",
+                        "max_concurrent_calls",
+                        "run_writes_alone",
+                    ]
+                },
+            ),
             ("Authentication", {"fields": ["auth_placement"]}),
             (
                 "Credential",
@@ -444,6 +455,7 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "remote_name",
         "definition_review",
         "enabled",
+        "run_alone",
         "reviewed_fingerprint",
         "orphan_state",
         "try_state",

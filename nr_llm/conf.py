@@ -29,6 +29,19 @@ DEFAULT_LEDGER_RETENTION_DAYS = 90
 DEFAULT_DATA_CLASS_CEILING = "secretAdjacent"
 # What an unusable configured ceiling falls back to: the lowest, never "everything".
 FALLBACK_DATA_CLASS_CEILING = "publicContent"
+# A turn's tool calls (docs/operator-guide.md, "Concurrency"): a small number per server, so a
+# model's burst is not a denial of service; more overall; a cap on what one turn may ask for.
+DEFAULT_TOOL_CONCURRENCY_PER_SERVER = 4
+DEFAULT_TURN_CONCURRENCY = 8
+DEFAULT_TURN_MAX_CALLS = 32
+DEFAULT_TOOL_THREADS = 32
+
+
+def parse_count(raw: object, default: int) -> int:
+    """A positive whole number, or ``default`` for anything else (a typo never turns a cap off)."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 1:
+        return raw
+    return default
 
 
 def parse_timeout(raw: object) -> float | None:
@@ -182,6 +195,28 @@ class Settings:
 
         raw = getattr(django_settings, "NR_LLM_OTEL_CAPTURE_CONTENT", "")
         return raw if isinstance(raw, str) and raw in DataClass.values else ""
+
+    @property
+    def TOOL_CONCURRENCY_PER_SERVER(self) -> int:
+        """A turn's calls to one server at once, unless the server's own field says otherwise."""
+        raw = getattr(django_settings, "NR_LLM_TOOL_CONCURRENCY_PER_SERVER", None)
+        return parse_count(raw, DEFAULT_TOOL_CONCURRENCY_PER_SERVER)
+
+    @property
+    def TURN_CONCURRENCY(self) -> int:
+        """A turn's calls at once, whatever their servers."""
+        raw = getattr(django_settings, "NR_LLM_TURN_CONCURRENCY", None)
+        return parse_count(raw, DEFAULT_TURN_CONCURRENCY)
+
+    @property
+    def TURN_MAX_CALLS(self) -> int:
+        """Calls one turn may ask for; a turn asking for more runs none of them."""
+        return parse_count(getattr(django_settings, "NR_LLM_TURN_MAX_CALLS", None), DEFAULT_TURN_MAX_CALLS)
+
+    @property
+    def TOOL_THREADS(self) -> int:
+        """Threads of the process's tool-call pool (async twins and turns), read when it starts."""
+        return parse_count(getattr(django_settings, "NR_LLM_TOOL_THREADS", None), DEFAULT_TOOL_THREADS)
 
     @property
     def REQUEST_EVENTS(self) -> dict[str, Any]:

@@ -76,6 +76,8 @@ class McpServerForm(forms.ModelForm[McpServer]):
             "data_class",
             "requires_approval",
             "operation_timeout",
+            "max_concurrent_calls",
+            "run_writes_alone",
             "auth_placement",
             "auth_header_name",
             "credential_env",
@@ -143,7 +145,7 @@ class McpToolForm(forms.ModelForm[McpTool]):
 
     class Meta:
         model = McpTool
-        fields = ["enabled"]
+        fields = ["enabled", "run_alone"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

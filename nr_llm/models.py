@@ -145,6 +145,21 @@ class McpServer(models.Model):
         validators=[MinValueValidator(1)],
         help_text="One budget for a whole MCP operation; empty uses NR_LLM_MCP_OPERATION_TIMEOUT.",
     )
+    # A model's turn (tools.execute_many): how its calls to this server share it.
+    max_concurrent_calls = models.PositiveSmallIntegerField(
+        "calls at once",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="A turn's calls to this server running at the same time; empty uses "
+        "NR_LLM_TOOL_CONCURRENCY_PER_SERVER.",
+    )
+    run_writes_alone = models.BooleanField(
+        "run tools that may write alone",
+        default=False,
+        help_text="Tools this server does not annotate read-only (readOnlyHint) run after a turn's "
+        "other calls, one at a time.",
+    )
 
     # Observed, never edited by an operator.
     import_status = models.CharField(
@@ -274,6 +289,11 @@ class McpTool(models.Model):
     output_schema = models.JSONField(default=dict, blank=True)
     remote_annotations = models.JSONField(default=dict, blank=True)
     enabled = models.BooleanField(default=False)
+    run_alone = models.BooleanField(
+        default=False,
+        help_text="Run after a turn's other calls, one at a time: for a tool that must not run "
+        "beside others.",
+    )
     orphaned = models.BooleanField(default=False)
     orphaned_at = models.DateTimeField(null=True, blank=True)
     # SHA-256 of that definition, and the definition (with its fingerprint) an operator last

@@ -1,9 +1,17 @@
 """Run database work in a transaction of its own, committed whatever the caller then does.
 
-Django gives each thread its own connection, so the work runs on a short-lived thread: its
+Django gives each thread its own connection, so the work runs on a writer thread: its
 transaction commits (or rolls back) on its own, and a caller's later rollback (an ``atomic``
 block around a tool call, ``ATOMIC_REQUESTS``) cannot take it back. Used for what must
-outlive the caller's transaction: a rotated refresh token, a tool-call ledger row.
+outlive the caller's transaction: a rotated refresh token, a tool-call ledger row, a
+server's health stamp.
+
+The writers are few and kept: at most ``WRITERS`` threads per process, started on first use,
+each holding its database connection open between writes (checked after an idle spell). A
+write costs a hand-over to a waiting thread and the statement itself: no thread is started
+and no connection opened per write, and the process never holds more than ``WRITERS``
+extra connections (one on SQLite), however many requests write at once. ``close_writers()`` lets go of them
+(a test database about to be dropped); a forked child starts its own.
 
 SQLite allows one writer at a time: while the calling thread holds a write transaction, a
 second connection cannot write (in tests, whose shared in-memory database answers "database
@@ -13,36 +21,174 @@ table is locked" at once) or waits for a lock its own caller will never release.
 
 from __future__ import annotations
 
+import os
+import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 T = TypeVar("T")
+
+#: Writer threads (and so extra database connections) per process at most; one on SQLite,
+#: which takes one writer at a time anyway (more would only queue on, or trip over, its lock).
+WRITERS = 4
+#: A connection idle this long is checked (one round trip) before it is trusted again: a
+#: server or a proxy may have closed it meanwhile.
+IDLE_CHECK_SECONDS = 30.0
+
+_Job = tuple[Callable[[], Any], "Future[Any]", str]
+_IDLE_NAME = "nr-llm-writer"
+
+
+class _Writers:
+    """A queue and up to ``WRITERS`` threads that run its jobs, each in one transaction."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._guard = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        #: Jobs handed over and not yet ended (running or queued).
+        self._pending = 0
+        self._settled = threading.Condition(self._guard)
+
+    def submit(self, work: Callable[[], T], name: str = _IDLE_NAME) -> Future[T]:
+        done: Future[T] = Future()
+        with self._guard:
+            self._pending += 1
+            # A thread is started only when every one is busy: the count grows with the
+            # writes in flight at once, never with the number of writes.
+            limit = 1 if connection.vendor == "sqlite" else WRITERS
+            if self._pending > len(self._threads) and len(self._threads) < limit:
+                thread = threading.Thread(target=self._serve, name=_IDLE_NAME, daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        self._jobs.put((work, done, name))
+        return done
+
+    def settle(self, timeout: float = 10.0) -> bool:
+        """Wait until every job handed over so far has ended; False if ``timeout`` passed first."""
+        with self._settled:
+            return self._settled.wait_for(lambda: self._pending == 0, timeout)
+
+    def close(self) -> None:
+        """Stop the threads; each closes its connection first. The next write starts anew."""
+        with self._guard:
+            threads, self._threads = self._threads, []
+        for _ in threads:
+            self._jobs.put(None)
+        for thread in threads:
+            thread.join(timeout=10.0)
+
+    def _serve(self) -> None:
+        last = time.monotonic()
+        try:
+            while (job := self._jobs.get()) is not None:
+                work, done, name = job
+                # Named for the work while it runs (a debugger's thread list, a log's threadName).
+                threading.current_thread().name = name
+                if time.monotonic() - last > IDLE_CHECK_SECONDS:
+                    _drop_if_unusable()
+                try:
+                    value = _run(work)
+                except BaseException as exc:  # handed to the caller, raised there
+                    if isinstance(exc, DatabaseError):
+                        _drop_if_unusable()
+                    done.set_exception(exc)
+                else:
+                    done.set_result(value)
+                last = time.monotonic()
+                threading.current_thread().name = _IDLE_NAME
+                with self._settled:
+                    self._pending -= 1
+                    self._settled.notify_all()
+        finally:
+            connection.close()
+
+
+def _run(work: Callable[[], T]) -> T:
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            return work()
+    # The writers' sessions do not wait for the disk at commit: a relaxed write (one statement)
+    # runs in autocommit, one round trip; every other write is a transaction that asks to wait.
+    session = connection.connection
+    if session is None or _relaxed_sessions.get(threading.get_ident()) is not session:
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO OFF")
+        _relaxed_sessions[threading.get_ident()] = connection.connection
+    if getattr(work, "relaxed_commit", False):
+        return work()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO ON")
+        return work()
+
+
+#: Per writer thread, the database session already set to relaxed commits.
+_relaxed_sessions: dict[int, object] = {}
+
+
+def _drop_if_unusable() -> None:
+    # The next statement opens a fresh connection instead of failing on a dead one.
+    if connection.connection is not None and not connection.is_usable():
+        connection.close()
+
+
+_writers = _Writers()
+
+
+def _forked() -> None:
+    # A child does not inherit the parent's threads, only their bookkeeping.
+    global _writers
+    _writers = _Writers()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+class relaxed(Generic[T]):
+    """``work`` of ONE statement whose commit need not wait for the disk (PostgreSQL's
+    ``synchronous_commit`` off): run in autocommit, one round trip, visible to every session and
+    safe from a caller's rollback at once, durable a fraction of a second later. Only what a
+    database server's crash may lose without harm: never a state move another decision relies
+    on (an approval, a claim). Elsewhere (SQLite) it is an ordinary transaction."""
+
+    relaxed_commit = True
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._work = work
+
+    def __call__(self) -> T:
+        return self._work()
 
 
 def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-transaction") -> T:
     """Run ``work`` in a transaction committed on its own; its result is returned only once
-    committed, and its exception (a failed commit's included) is raised here."""
-    result: Future[T] = Future()
+    committed, and its exception (a failed commit's included) is raised here.
 
-    def run() -> None:
-        try:
-            with transaction.atomic():
-                value = work()
-        except BaseException as exc:  # handed to the caller, raised there
-            result.set_exception(exc)
-        else:
-            result.set_result(value)
-        finally:
-            connection.close()
+    ``name`` says what the work is for: the writer thread bears it while the work runs.
+    """
+    return _writers.submit(work, name).result()
 
-    worker = threading.Thread(target=run, name=name, daemon=True)
-    worker.start()
-    worker.join()
-    return result.result()
+
+def hand_over(work: Callable[[], object]) -> Future[object]:
+    """Run ``work`` in a transaction of its own without waiting for it (a bookkeeping write
+    whose outcome the caller does not need); the returned future says how it ended."""
+    return _writers.submit(work, "nr-llm-hand-over")
+
+
+def settle(timeout: float = 10.0) -> bool:
+    """Wait for the writes handed over so far (a test reading what ``hand_over`` wrote)."""
+    return _writers.settle(timeout)
+
+
+def close_writers() -> None:
+    """Stop the writer threads and close their connections (before a test database is dropped)."""
+    _writers.close()
 
 
 def caller_blocks_own_transaction() -> bool:

@@ -17,13 +17,25 @@ from tests.tls import tls
 __all__ = ["oauth_peers", "tls"]
 
 
+@pytest.fixture(scope="session")
+def _writers_closed_before_the_database_goes(django_db_setup: None) -> Iterator[None]:
+    """The writer threads and the tool-call pool's may keep their connections open: close them
+    before the test database is dropped (PostgreSQL refuses to drop a database in use)."""
+    yield
+    from nr_llm.own_transaction import close_writers
+    from nr_llm.tools.threads import close_pool
+
+    close_pool()
+    close_writers()
+
+
 @pytest.fixture(autouse=True)
 def _no_ledger_rows_of_earlier_tests(request: pytest.FixtureRequest) -> None:
     """On PostgreSQL the tool-call ledger commits beside a test's own transaction (that is its
     point), so a test that does not flush would leave its rows to the next: delete them first."""
     if request.node.get_closest_marker("django_db") is None:
         return
-    request.getfixturevalue("django_db_setup")
+    request.getfixturevalue("_writers_closed_before_the_database_goes")
     from django.db import connection
 
     if connection.vendor != "postgresql":

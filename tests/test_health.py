@@ -1,16 +1,21 @@
-"""HealthRecorder: one UPDATE of two columns per successful operation; a failing write is swallowed."""
+"""HealthRecorder: one UPDATE of two columns per successful operation; a failing write is swallowed;
+off the caller's connection when it has no transaction, and never waiting on a row lock."""
 
+import contextlib
 import logging
+import threading
+import time
 from datetime import UTC, datetime
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from nr_llm.endpoints import endpoint_for, mcp_client
 from nr_llm.health import HealthRecorder
 from nr_llm.mcp import McpTransportError
 from nr_llm.models import ImportStatus, McpServer
+from nr_llm.own_transaction import settle
 
 from .factories import McpServerFactory
 from .peers import sdk_server
@@ -129,3 +134,61 @@ def test_a_successful_call_stamps_and_a_failed_one_does_not(settings):
         mcp_client().call_tool(endpoint_for(server), "echo", {"text": "hi"})
     server.refresh_from_db()
     assert (server.last_contact, server.last_latency_ms) == stamped
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_stamp_is_off_the_callers_connection():
+    """A caller with no transaction of its own sends nothing for the stamp on its connection
+    and does not wait for it; the writer commits it."""
+    server = McpServerFactory.create()
+    with CaptureQueriesContext(connection) as captured:
+        HealthRecorder(now=lambda: STAMP).record_contact(endpoint_for(server), 42)
+    assert captured.captured_queries == []
+    assert settle(10)
+    server.refresh_from_db()
+    assert (server.last_contact, server.last_latency_ms) == (STAMP, 42)
+
+
+def _hold_row_lock(identifier: str, locked: threading.Event, release: threading.Event) -> threading.Thread:
+    """Another request's transaction holding the server row (an operator's save in progress)."""
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                list(McpServer.objects.select_for_update().filter(identifier=identifier))
+                locked.set()
+                release.wait(20)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert locked.wait(10)
+    return thread
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("in_transaction", [False, True])
+def test_the_stamp_never_waits_on_another_requests_row_lock(in_transaction):
+    """PostgreSQL: while another transaction holds the server row, a stamp (from a caller in a
+    transaction or not) returns at once and skips the row; the next one stamps."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks are PostgreSQL's")
+    server = McpServerFactory.create(identifier="held")
+    locked, release = threading.Event(), threading.Event()
+    holder = _hold_row_lock("held", locked, release)
+    try:
+        started = time.monotonic()
+        with transaction.atomic() if in_transaction else contextlib.nullcontext():
+            HealthRecorder(now=lambda: STAMP).record_contact(endpoint_for(server), 42)
+        assert settle(5)  # the writer did not wait either
+        assert time.monotonic() - started < 2
+        server.refresh_from_db()
+        assert server.last_contact is None
+    finally:
+        release.set()
+        holder.join(10)
+    HealthRecorder(now=lambda: STAMP).record_contact(endpoint_for(server), 7)
+    assert settle(10)
+    stamped = McpServer.objects.get(pk=server.pk)
+    assert (stamped.last_contact, stamped.last_latency_ms) == (STAMP, 7)

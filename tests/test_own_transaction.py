@@ -1,12 +1,23 @@
-"""run_in_own_transaction: work committed apart from the caller's transaction."""
+"""run_in_own_transaction: work committed apart from the caller's transaction, by a few kept writers."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 import pytest
 from django.db import connection, transaction
 
+from nr_llm import own_transaction
 from nr_llm.models import McpServer
-from nr_llm.own_transaction import caller_blocks_own_transaction, run_in_own_transaction
+from nr_llm.own_transaction import (
+    WRITERS,
+    caller_blocks_own_transaction,
+    close_writers,
+    hand_over,
+    run_in_own_transaction,
+    settle,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,3 +49,77 @@ def test_the_works_exception_is_raised_in_the_caller_and_nothing_is_kept():
     with pytest.raises(LookupError, match="the work failed"):
         run_in_own_transaction(fail)
     assert not McpServer.objects.filter(identifier="gone").exists()
+
+
+def _session() -> object:
+    """The writer's database session: PostgreSQL's backend pid, else the DB-API connection."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return cursor.fetchone()[0]
+    return connection.connection
+
+
+def test_writes_start_no_thread_and_open_no_connection_each():
+    """Fifty writes one after another: one writer thread, one database session for all of them
+    (it was a new thread and a new connection per write)."""
+    close_writers()
+    run_in_own_transaction(lambda: None)
+    threads_before = threading.active_count()
+    sessions = [run_in_own_transaction(_session) for _ in range(50)]
+    assert threading.active_count() == threads_before
+    assert all(session is sessions[0] or session == sessions[0] for session in sessions)
+
+
+def test_concurrent_writers_are_bounded():
+    """Twenty threads writing at once are served by at most WRITERS writer threads."""
+    close_writers()
+    barrier = threading.Barrier(20)
+    names: list[str] = []
+    idents: set[int] = set()
+
+    def write() -> None:
+        barrier.wait(10)
+        names.append(run_in_own_transaction(lambda: threading.current_thread().name, name="nr-llm-test"))
+        idents.add(run_in_own_transaction(threading.get_ident))
+
+    callers = [threading.Thread(target=write) for _ in range(20)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(30)
+    assert len(names) == 20
+    assert 1 <= len(idents) <= WRITERS
+    assert set(names) == {"nr-llm-test"}  # a writer bears the work's name while it runs
+
+
+def test_a_writer_whose_connection_died_reconnects_after_an_idle_spell(monkeypatch):
+    """PostgreSQL ends the writer's session (a restart, an idle timeout): the next write after an
+    idle spell finds the connection unusable, opens a new one, and commits."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a session another connection can end is PostgreSQL's")
+    monkeypatch.setattr(own_transaction, "IDLE_CHECK_SECONDS", 0.0)
+    close_writers()  # one writer, so the next write is served by the one whose session ends
+    first = run_in_own_transaction(_session)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [int(str(first))])
+    time.sleep(0.1)
+    second = run_in_own_transaction(_session)
+    assert second != first
+    run_in_own_transaction(lambda: McpServer.objects.create(identifier="after", name="After"))
+    assert McpServer.objects.filter(identifier="after").exists()
+
+
+def test_hand_over_does_not_wait_and_settle_does():
+    """A handed-over write returns at once; settle() waits for it to be committed."""
+    gate = threading.Event()
+
+    def slow_write() -> None:
+        gate.wait(5)
+        McpServer.objects.create(identifier="later", name="Later")
+
+    done = hand_over(slow_write)
+    assert not done.done()
+    gate.set()
+    assert settle(10)
+    assert done.exception() is None and McpServer.objects.filter(identifier="later").exists()

@@ -1,8 +1,13 @@
 """Writing the tool-call ledger: each row in a transaction of its own.
 
 A caller's rollback never erases an audit row, so every write here runs through
-``run_in_own_transaction``. A call costs the ledger two queries (the row as it starts, its
-outcome), an awaiting or refused call one. When a row cannot be written
+``run_in_own_transaction``: on one of a few writer threads that keep their connection open
+(``nr_llm/own_transaction.py``), so a write costs its statement and a hand-over, no thread and
+no connection. A call costs the ledger two queries (the row as it starts, its outcome), an
+awaiting or refused call one. On PostgreSQL a call's own row does not wait for the disk at
+commit (``own_transaction.relaxed``: one autocommit statement): a server crash may lose the last
+fraction of a second of them, a caller's rollback none. A held call's row, every decision and
+every claim wait for the disk: exactly once and "fails closed" rest on them. When a row cannot be written
 (``LedgerUnavailable``), the caller decides: a tool that requires approval fails closed, any
 other runs and the lost row is logged at ERROR (``execution.py``).
 
@@ -30,7 +35,7 @@ from .. import credentials
 from ..conf import conf
 from ..credentials import CredentialUnavailable
 from ..mcp.text import clean, encodable
-from ..own_transaction import caller_blocks_own_transaction, run_in_own_transaction
+from ..own_transaction import caller_blocks_own_transaction, relaxed, run_in_own_transaction
 from .models import ToolCall, ToolCallStatus
 
 if TYPE_CHECKING:
@@ -106,8 +111,12 @@ class NewCall:
         return digest_of(self.canonical)
 
 
-def write(work: Callable[[], T]) -> T:
-    """Run ``work`` in the ledger's own transaction, or raise ``LedgerUnavailable``."""
+def write(work: Callable[[], T], *, durable: bool = True) -> T:
+    """Run ``work`` in the ledger's own transaction, or raise ``LedgerUnavailable``.
+
+    ``durable=False``: the commit does not wait for the disk (``own_transaction.relaxed``), for
+    a call's own row as it starts and ends; decisions and claims always wait.
+    """
     if caller_blocks_own_transaction():
         # Waiting would wait on the caller itself: SQLite's one writer is its transaction.
         raise LedgerUnavailable(
@@ -117,7 +126,7 @@ def write(work: Callable[[], T]) -> T:
     pause = 0.005
     while True:
         try:
-            return run_in_own_transaction(work, name="nr-llm-ledger")
+            return run_in_own_transaction(work if durable else relaxed(work), name="nr-llm-ledger")
         except DatabaseError as exc:
             if _locked(exc) and time.monotonic() + pause < waited_until:
                 # Rolled back whole: nothing of it was kept, so it runs again from the start.
@@ -169,7 +178,9 @@ def open_call(
         finished_at=now if finished else None,
         **call.actor,
     )
-    write(lambda: row.save(force_insert=True))
+    # A held call's row is what an approver will find: it waits for the disk. A running or
+    # refused call's row may not (docs/operator-guide.md, "The ledger's cost").
+    write(lambda: row.save(force_insert=True), durable=status == ToolCallStatus.AWAITING_APPROVAL)
     return row.id
 
 
@@ -207,11 +218,11 @@ def finish(
     running = ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.RUNNING)
     kept = _kept(result_text, structured)
     try:
-        write(lambda: running.update(result_preview_ciphertext=kept, **ended))
+        write(lambda: running.update(result_preview_ciphertext=kept, **ended), durable=False)
     except LedgerUnavailable:
         if not kept:
             raise
-        write(lambda: running.update(**ended))
+        write(lambda: running.update(**ended), durable=False)
 
 
 def expiry() -> timedelta:

@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("nr_llm", "0007_tool_raw_definition"),
+        ("nr_llm", "0008_tool_concurrency"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -8,7 +8,12 @@
 - ``tool_messages(format, [(call_id, result), ...])`` turns a turn's results into the messages
   the provider takes for the model's next turn (OpenAI Chat Completions or Responses, Anthropic);
 - ``approve`` / ``deny`` record an operator's decision, ``resume(call_id)`` runs an approved
-  call exactly once.
+  call exactly once;
+- ``execute_many(calls, ...)`` runs a model turn's calls side by side and returns their
+  results in order;
+- ``aexecute``, ``aresume``, ``adefinitions``, ``aexecute_many``: the async twins (Django's
+  convention); the sync functions called from a running event loop raise
+  ``SynchronousOnlyOperation`` naming them.
 
 None of them raises for a tool's failure: the model is told the call failed and the loop
 carries on (seed 000). Every ``execute`` leaves a row in the tool-call ledger
@@ -21,6 +26,9 @@ from .messages import MessageFormat, tool_messages
 from .offering import Format, ToolSpec, available, definitions, spec
 from .registry import LocalTool, ToolFunction, local_tool_names, register, unregister
 from .results import ToolResult, ToolStatus
+from .turn import aexecute_many, execute_many
+from .turn_calls import TurnCall
+from .twins import adefinitions, aexecute, aresume
 
 __all__ = [
     "Decision",
@@ -33,11 +41,17 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "ToolStatus",
+    "TurnCall",
+    "adefinitions",
+    "aexecute",
+    "aexecute_many",
     "approve",
+    "aresume",
     "available",
     "definitions",
     "deny",
     "execute",
+    "execute_many",
     "local_tool_names",
     "register",
     "resume",

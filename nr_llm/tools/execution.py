@@ -44,6 +44,7 @@ from ..models import DEFINITION_CHANGED, McpTool
 from . import telemetry
 from .registry import LocalTool, local_tool
 from .results import ToolResult, ToolStatus
+from .threads import refuse_in_event_loop
 
 logger = logging.getLogger("nr_llm.tools")
 
@@ -104,7 +105,9 @@ def execute(
     ``data_class_ceiling``: the most sensitive data class the caller's model may see (None:
     ``NR_LLM_DATA_CLASS_CEILING``); a tool above it is refused, not run.
     ``tool_call_id``: the model's id of this call, for the trace (docs/telemetry.md).
+    Called from a running event loop it raises ``SynchronousOnlyOperation``: await ``aexecute``.
     """
+    refuse_in_event_loop("execute", "aexecute")
     trace = _Trace("")
     wall = clock or timezone.now
     try:
@@ -128,6 +131,7 @@ def resume(
     A second resume of a call that ran returns its recorded outcome; one of a denied or
     expired call says so, and nothing runs. ``tool_call_id`` as for ``execute``.
     """
+    refuse_in_event_loop("resume", "aresume")
     trace = _Trace("")
     wall = clock or timezone.now
     try:
@@ -292,7 +296,14 @@ def _run_recorded(trace: _Trace, call: NewCall, run: Any, wall: WallClock) -> To
 
 
 def _finish(trace: _Trace, run: Any, started: float, wall: WallClock) -> ToolResult:
-    ran: _Ran = run()
+    try:
+        ran: _Ran = run()
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and trace.call_id is not None and trace.running:
+            # Interrupted (KeyboardInterrupt, SystemExit, a CancelledError thrown into this
+            # thread): the call may have been sent, so the row says so instead of "running".
+            _record_outcome(trace, _interrupted(trace, exc), started, wall)
+        raise
     telemetry.note_error(ran.error_kind)
     if trace.call_id is not None and trace.running:
         _record_outcome(trace, ran, started, wall)
@@ -328,6 +339,15 @@ def _lost(trace: _Trace, call: NewCall, exc: LedgerUnavailable) -> None:
         call.digest if call.canonical else "-",
         exc.for_log(),
     )
+
+
+def _interrupted(trace: _Trace, exc: BaseException) -> _Ran:
+    text = (
+        f"{trace.origin or repr(trace.name)} may have run {trace.name!r}: the call was interrupted "
+        f"in this site ({type(exc).__name__}) before its answer was read; check its effect before "
+        "calling it again"
+    )
+    return _Ran(ToolResult(text, True, trace.server, "failed"), ledger.may_have_run_kind("interrupted"))
 
 
 def _origin(row: McpTool) -> str:

@@ -18,6 +18,7 @@ from ..mcp.schema import SchemaRefused, normalise_schema
 from ..models import McpTool
 from .registry import local_tool, local_tool_names, local_tools
 from .strict import NotStrict, strict_schema
+from .threads import refuse_in_event_loop
 
 logger = logging.getLogger("nr_llm.tools")
 
@@ -104,6 +105,7 @@ def definitions(
     ``strict=True`` (OpenAI formats) offers each tool in strict mode where its schema can be
     expressed in it, and the others non-strict, each with the reason logged.
     """
+    refuse_in_event_loop("definitions", "adefinitions")
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(map(repr, FORMATS))}, not {format!r}")
     if strict and format == "anthropic":

@@ -1,0 +1,270 @@
+"""Benchmark: what a view pays for a tool call and for a model's 4-call turn, in one run.
+
+    .venv/bin/python -m bench.turn [--delay-ms 20] [--rounds 5] [--ops 10]
+        [--postgres postgres://postgres@127.0.0.1:5432/nrllm_bench_turn | --postgres none]
+
+The official SDK server over TLS by name behind bench/wan.py's latency proxy (D ms each way, in a
+process of its own, so its work does not compete with the contenders' for this one's CPU), and
+a throw-away database, each in a process of its own: SQLite (a file, as a site has it, not the
+tests' in-memory one) with its default rollback journal and in WAL mode (``init_command``), and
+PostgreSQL; connections persistent (``CONN_MAX_AGE=60``) as a production site has them.
+Compared round by round, so all see the same load:
+
+- the floor: one POST per call on a kept-alive ``requests`` session (bench/wan.py's);
+- the client's warm call: ``McpClient.call_tool`` as ``mcp_client()`` builds it (health stamp
+  included), connections kept;
+- ``tools.execute()``: the same call through the tool API (lookup, ceiling, two ledger rows
+  in their own transactions, the stamp);
+- a 4-call turn: ``execute_many``, ``aexecute`` gathered and ``aexecute_many`` (in one event
+  loop, as an async view has it), and for reference 4 ``execute()`` one after another.
+
+Ms per call or per turn (median of rounds), and ratios against one floor POST and one warm
+client call. Targets (issue 26): ``execute()`` at most 3 ms over the client's warm call; a
+4-call turn at most 1.5x one call, sync and async.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+FLOOR = "floor: one POST, kept-alive `requests`"
+CLIENT = "client's warm call (`McpClient.call_tool`)"
+EXECUTE = "`tools.execute()`"
+MANY = "4-call turn: `execute_many`"
+GATHERED = "4-call turn: `aexecute` ×4 gathered"
+AMANY = "4-call turn: `aexecute_many`"
+SERIAL = "4-call turn: `execute()` ×4 one after another"
+TURN = [MANY, GATHERED, AMANY, SERIAL]
+
+
+def child(delay: float, rounds: int, ops: int) -> None:
+    """One database: set up, measure, print the table's rows (run with DATABASE_URL set or not)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+    os.environ.setdefault("NR_LLM_CREDENTIAL_KEYS", "bench-only-key")
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    directory = tempfile.mkdtemp(prefix="nr-llm-turn-")
+    # Persistent connections, as a production site configures them: the view's thread keeps
+    # its connection between calls here, so the tool-call pool's threads may keep theirs too.
+    connection.settings_dict["CONN_MAX_AGE"] = 60
+    if connection.vendor == "sqlite":
+        # A file, as a site's SQLite is (the tests' default is an in-memory database).
+        connection.settings_dict["TEST"]["NAME"] = str(Path(directory) / "bench.sqlite3")
+        if os.environ.get("BENCH_SQLITE_WAL"):
+            # Write-ahead log, commits without a sync each: Django's documented init_command.
+            connection.settings_dict["OPTIONS"]["init_command"] = (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+            )
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    try:
+        rows = _measure(Path(directory), connection.vendor, delay, rounds, ops)
+    finally:
+        from nr_llm.own_transaction import close_writers
+        from nr_llm.tools.threads import close_pool
+
+        close_pool()
+        close_writers()
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+    print("\n".join(rows), flush=True)
+
+
+def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) -> list[str]:
+    from django.test.utils import override_settings
+
+    from bench.wan import NAME, floor
+    from nr_llm import tools
+    from nr_llm.endpoints import endpoint_for
+    from nr_llm.health import HealthRecorder
+    from nr_llm.mcp import McpClient
+    from nr_llm.mcp.pool import process_pool
+    from nr_llm.models import DataClass, McpServer, McpTool
+    from tests.peers import running
+    from tests.tls import TestAuthority, sdk_server_tls
+
+    authority = TestAuthority(directory)
+    ca = str(authority.bundle)
+    with (
+        override_settings(NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS=True),
+        sdk_server_tls(authority, NAME) as url,
+        # The link in a process of its own: its work is the network's, not this process's CPU.
+        running(
+            [sys.executable, "-m", "bench.turn", "--proxy", url.split("/")[2].rsplit(":", 1)[1], str(delay)]
+        ) as proxy_port,
+    ):
+        server = McpServer.objects.create(
+            identifier="bench",
+            name="Bench",
+            url=f"https://{NAME}:{proxy_port}/mcp",
+            data_class=DataClass.PUBLIC_CONTENT,
+            requires_approval=False,
+            enabled=True,
+        )
+        schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+        McpTool.objects.create(
+            server=server, tool_name="mcp_bench_echo", remote_name="echo", enabled=True, input_schema=schema
+        )
+        # As mcp_client() builds it, with the name dialling the proxy and the test CA trusted.
+        client = McpClient(
+            allow_private_networks=True,
+            resolver=lambda host, port: ["127.0.0.1"],
+            ca_bundle=ca,
+            health=HealthRecorder(),
+        )
+        endpoint = endpoint_for(server)
+        arguments = {"text": "hi"}
+        turn_calls = [("mcp_bench_echo", {"text": f"hi {i}"}) for i in range(4)]
+        loop = asyncio.new_event_loop()
+
+        def calls(action: Callable[[], object]) -> Callable[[int], None]:
+            def run(count: int) -> None:
+                for _ in range(count):
+                    action()
+
+            return run
+
+        def check(result: tools.ToolResult) -> None:
+            assert not result.is_error, result.text
+
+        async def gathered() -> None:
+            results = await asyncio.gather(*(tools.aexecute(n, a, client=client) for n, a in turn_calls))
+            for result in results:
+                check(result)
+
+        async def amany() -> None:
+            for result in await tools.aexecute_many(turn_calls, client=client):
+                check(result)
+
+        def many() -> None:
+            for result in tools.execute_many(turn_calls, client=client):
+                check(result)
+
+        def serial() -> None:
+            for name, args in turn_calls:
+                check(tools.execute(name, args, client=client))
+
+        contenders: dict[str, Callable[[int], None]] = {
+            FLOOR: floor(url, ca, proxy_port),
+            CLIENT: calls(lambda: client.call_tool(endpoint, "echo", arguments)),
+            EXECUTE: calls(lambda: check(tools.execute("mcp_bench_echo", arguments, client=client))),
+            MANY: calls(many),
+            GATHERED: calls(lambda: loop.run_until_complete(gathered())),
+            AMANY: calls(lambda: loop.run_until_complete(amany())),
+            SERIAL: calls(serial),
+        }
+        times: dict[str, list[float]] = {name: [] for name in contenders}
+        for run in contenders.values():
+            run(2)  # warm: imports, the era verdict, connections, pool and writer threads
+        for _ in range(rounds):
+            for name, run in contenders.items():
+                run(1)  # untimed: the connections this contender needs are warm
+                started = time.perf_counter()
+                run(ops)
+                times[name].append((time.perf_counter() - started) * 1000 / ops)
+        loop.close()
+        process_pool().clear()
+    ms = {name: statistics.median(values) for name, values in times.items()}
+    label = "PostgreSQL"
+    if vendor == "sqlite":
+        label = "SQLite, WAL" if os.environ.get("BENCH_SQLITE_WAL") else "SQLite, rollback journal"
+    rows = []
+    for name, value in ms.items():
+        rows.append(
+            f"| {label} | {name} | {value:7.1f} ms | {value / ms[FLOOR]:5.2f}x | {value / ms[CLIENT]:5.2f}x |"
+        )
+    over = ms[EXECUTE] - ms[CLIENT]
+    rows.append(
+        f"| {label} | target: `execute()` ≤ 3 ms over the warm call | {over:+7.1f} ms | | "
+        f"{'met' if over <= 3 else 'MISSED'} |"
+    )
+    for name in (MANY, GATHERED, AMANY):
+        ratio = ms[name] / ms[CLIENT]
+        rows.append(
+            f"| {label} | target: {name[13:]} ≤ 1.5x one call | {ratio:5.2f}x | | "
+            f"{'met' if ratio <= 1.5 else 'MISSED'} |"
+        )
+    return rows
+
+
+def _serve_proxy(upstream: int, delay: float) -> None:
+    """bench/wan.py's latency proxy as a process: prints ``PORT <n>``, serves until stopped."""
+    import signal
+
+    from bench.wan import LatencyProxy
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with LatencyProxy(upstream, delay) as proxy:
+        print(f"PORT {proxy.port}", flush=True)
+        stop.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--delay-ms", type=float, default=20.0, help="added each way (default 20)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per contender (median)")
+    parser.add_argument("--ops", type=int, default=10, help="calls (or turns) per round")
+    parser.add_argument(
+        "--postgres",
+        default="postgres://postgres@127.0.0.1:5432/nrllm_bench_turn",
+        help="PostgreSQL URL whose test_ database is created and dropped; 'none' skips it",
+    )
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--proxy", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.proxy:
+        _serve_proxy(int(args.proxy[0]), float(args.proxy[1]))
+        return
+    if args.child:
+        child(args.delay_ms / 1000, args.rounds, args.ops)
+        return
+    databases: list[dict[str, str]] = [{"DATABASE_URL": ""}, {"DATABASE_URL": "", "BENCH_SQLITE_WAL": "1"}]
+    if args.postgres != "none":
+        databases.append({"DATABASE_URL": args.postgres})
+    rows = [
+        f"{args.delay_ms:g} ms each way ({2 * args.delay_ms:g} ms round trip), TLS by name, SDK server, "
+        f"{args.rounds} rounds of {args.ops}",
+        "",
+        "| database | what | per call or turn | vs floor (one POST) | vs one warm client call |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for extra in databases:
+        env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
+        env.update({key: value for key, value in extra.items() if value})
+        command = [
+            sys.executable,
+            "-m",
+            "bench.turn",
+            "--child",
+            f"--delay-ms={args.delay_ms}",
+            f"--rounds={args.rounds}",
+            f"--ops={args.ops}",
+        ]
+        done = subprocess.run(
+            command, env=env, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True
+        )
+        if done.returncode:
+            sys.stderr.write(done.stderr)
+            raise SystemExit(f"the {extra} run failed")
+        rows += done.stdout.strip().splitlines()
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Where tool calls run when the caller is async or runs several at once: the tool-call pool.
+
+The thread policy, chosen on purpose: ``sync_to_async``'s default (``thread_sensitive=True``)
+would run every call of every request on the one thread Django keeps for sync code, one
+after another. A tool call is network-bound and needs no particular thread (no transaction
+of the caller's can span it: an async view has none, and the ledger writes in its own), so
+calls run on a process-wide pool of ``NR_LLM_TOOL_THREADS`` threads, side by side. Each call
+is a unit of work as a request is: its thread's database connection is recycled before and
+after as Django's request signals do (``close_old_connections``, which honours
+``CONN_MAX_AGE`` and ``CONN_HEALTH_CHECKS``).
+
+The sync API called from a running event loop (an ``async def`` view) would block the loop
+and every request it serves; it fails loudly instead, naming the twin to await.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+from django.core.exceptions import SynchronousOnlyOperation
+from django.db import close_old_connections, connections
+
+from ..conf import conf
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def refuse_in_event_loop(function: str, twin: str) -> None:
+    """Raise ``SynchronousOnlyOperation`` naming ``tools.<twin>`` when called on a running loop.
+
+    Not a tool failure, so not a result: a programming error the developer must see.
+    ``DJANGO_ALLOW_ASYNC_UNSAFE`` lifts it, as it lifts Django's own guard (a notebook).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE"):
+        return
+    raise SynchronousOnlyOperation(
+        f"tools.{function}() was called from a running event loop (an async view?), where it would "
+        f"block every request the loop serves: use `await tools.{twin}(...)` instead."
+    )
+
+
+def pool() -> ThreadPoolExecutor:
+    """The process's tool-call pool, started on first use."""
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=conf.TOOL_THREADS, thread_name_prefix="nr-llm-tool")
+        return _pool
+
+
+def close_pool() -> None:
+    """Close every pool thread's database connection and stop the pool (before a test database
+    is dropped); the next call starts a new one."""
+    global _pool
+    with _lock:
+        current, _pool = _pool, None
+    if current is None:
+        return
+    count = len(current._threads)
+    # One job per thread: none can pass the barrier until every thread holds one.
+    barrier = threading.Barrier(count)
+
+    def close() -> None:
+        barrier.wait(30)
+        connections.close_all()
+
+    for _ in range(count):
+        current.submit(close)
+    current.shutdown(wait=True)
+
+
+def _forked() -> None:
+    # A forked child has none of the parent's threads: it starts a pool of its own.
+    global _pool, _lock
+    _pool, _lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _as_unit_of_work(
+    carried: list[tuple[contextvars.ContextVar[object], object]],
+    function: Callable[P, T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    tokens = [(var, var.set(value)) for var, value in carried]
+    close_old_connections()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        close_old_connections()
+        for var, token in reversed(tokens):
+            var.reset(token)
+
+
+def _carried() -> list[tuple[contextvars.ContextVar[object], object]]:
+    # The caller's context variables (a trace's span, a request's id) go along; asgiref's
+    # do not: Django keeps a thread's database connection in them, and the pool thread's own
+    # must stay its own (run in a copied context, it would be a new connection per call,
+    # dropped unclosed with the copy when CONN_MAX_AGE keeps connections).
+    return [
+        (var, value)
+        for var, value in contextvars.copy_context().items()
+        if not var.name.startswith("asgiref")
+    ]
+
+
+def submit(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+    """Run ``function`` on the pool with the caller's context variables carried over."""
+    work = functools.partial(_as_unit_of_work, _carried(), function, *args, **kwargs)
+    return pool().submit(work)
+
+
+async def run(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Await ``function`` on the pool.
+
+    A caller cancelled meanwhile (a client that went away) stops waiting; a call that has not
+    started never starts, and one that has runs to its end on its thread and records its
+    outcome there: it is never left ``running`` in the ledger, nor sent again.
+    """
+    future = submit(function, *args, **kwargs)
+    return await asyncio.wrap_future(future)
