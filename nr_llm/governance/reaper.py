@@ -3,8 +3,8 @@
 An operation ends within its budget plus under a second whatever the server does (the
 deadline's contract), and ``execute()`` records every outcome it sees; a row still running
 long after that belongs to a worker that was killed mid-call. The server may have run the
-tool, so the row says so: status failed, ``error_kind = "abandoned"``, and a kept answer
-telling the reader not to assume either way.
+tool, so the row says so: status failed, ``error_kind = "may_have_run:abandoned"``
+(``ledger.may_have_run``), and a kept answer telling the reader not to assume either way.
 
 The budget used is the largest any server may have (the installation's, or a server's own
 override, whichever is larger), so a call to a slow server is never reaped while it can
@@ -31,7 +31,7 @@ from .models import ToolCall, ToolCallStatus
 
 #: Beyond the budget: a loaded worker, a slow ledger write, clocks a little apart.
 MARGIN_SECONDS = 300
-ABANDONED = "abandoned"
+ABANDONED = ledger.may_have_run_kind("abandoned")
 ABANDONED_TEXT = (
     "The worker running this call stopped before recording its outcome. The server may have run "
     "the tool: check its effect before calling it again."

@@ -33,13 +33,14 @@ def _running(seconds_ago: float, **fields: object) -> ToolCall:
 
 @override_settings(NR_LLM_MCP_OPERATION_TIMEOUT=20)
 def test_a_call_running_past_its_budget_and_the_margin_is_marked_may_have_run():
-    """Past 20 s + the margin: failed, kind "abandoned", its kept answer says it may have run.
+    """Past 20 s + the margin: failed, kind "may_have_run:abandoned", its kept answer says it may have run.
     Within it: still running, untouched."""
     dead = _running(20 + MARGIN_SECONDS + 1)
     alive = _running(20 + MARGIN_SECONDS - 1)
     assert reap(clock=FakeClock(NOW)) == 1
     dead.refresh_from_db()
     assert (dead.status, dead.error_kind, dead.finished_at) == (ToolCallStatus.FAILED, ABANDONED, NOW)
+    assert ABANDONED == "may_have_run:abandoned" and ledger.may_have_run(dead)
     assert "may have run" in ledger.preview_of(dead)
     alive.refresh_from_db()
     assert alive.status == ToolCallStatus.RUNNING and alive.finished_at is None
