@@ -12,6 +12,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince, timeuntil
 
+from . import ledger
 from .models import PENDING, ToolCall, ToolCallStatus
 
 #: States an operator should not miss in the list.
@@ -45,8 +46,11 @@ def tool(call: ToolCall) -> SafeString:
 
 
 def status(call: ToolCall, now: datetime) -> SafeString:
-    """The state (alarming ones in the warning colour); beneath, why or by whom."""
-    label = call.get_status_display()
+    """The state (alarming ones in the warning colour); beneath, why or by whom.
+
+    A failed call that may have run reads "May have run": "Failed" would tell an operator the
+    tool did not act, which nothing proved (ledger.may_have_run)."""
+    label = "May have run" if ledger.may_have_run(call) else call.get_status_display()
     head = (
         format_html('<strong class="nr-llm-warning">{}</strong>', label)
         if call.status in ALARMING

@@ -283,3 +283,22 @@ def test_the_page_of_a_call_whose_server_was_deleted_still_shows_it():
     McpServer.objects.all().delete()
     page = _approver_client().get(_change(call, "toolcallapproval")).content.decode()
     assert "mcp_guarded_echo" in page and "no longer in the catalogue" in page
+
+
+def test_a_call_that_may_have_run_reads_may_have_run_not_failed():
+    """A failed row whose kind says it may have run (a timeout after the call was written, a
+    reaped row) shows "May have run" on the list and its page, its kind beneath; a plain failure
+    still shows "Failed"."""
+    tool = guarded_tool(requires_approval=False, identifier="free")
+    unknown = row_of(tools.execute(tool.tool_name, {"text": "a"}, client=FakeClient(), actor="agent"))
+    failed = row_of(tools.execute(tool.tool_name, {"text": "b"}, client=FakeClient(), actor="agent"))
+    ToolCall.objects.filter(pk=unknown.pk).update(
+        status=ToolCallStatus.FAILED, error_kind="may_have_run:timeout"
+    )
+    ToolCall.objects.filter(pk=failed.pk).update(status=ToolCallStatus.FAILED, error_kind="status")
+    client = _client("view_toolcall")
+    listed = client.get(reverse("admin:nr_llm_toolcall_changelist")).content.decode()
+    assert listed.count("May have run") == 1 and "may_have_run:timeout" in listed
+    assert ">Failed<" in listed
+    page = client.get(_change(unknown)).content.decode()
+    assert "May have run" in page
