@@ -47,7 +47,11 @@ def test_ping_import_and_execute_over_https_by_name(localhost_url: str, tls: Tes
     assert import_catalogue(server).ok
     McpTool.objects.filter(server=server).update(enabled=True)
     assert tools.execute("mcp_secure_echo", {"text": "by name"}) == tools.ToolResult(
-        "by name", False, "secure"
+        "by name",
+        False,
+        "secure",
+        content=({"type": "text", "text": "by name"},),
+        structured={"result": "by name"},
     )
     assert set(peer_log(localhost_url, tls, "/sni")) == {"localhost"}
 

@@ -1,6 +1,7 @@
 """The README's turn views ("A model's turn") run as printed, sync and async, against the SDK server.
 
-The model is the one part that cannot run here: a stand-in for the ``openai`` package asks for
+The model is the one part that cannot run here: a stand-in for the ``openai`` client (answering
+with the package's own message types) asks for
 two tools in its first turn (as ``parallel_tool_calls`` does), then answers with what the tool
 messages told it, and records every conversation it was sent.
 """
@@ -17,10 +18,13 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import RequestFactory
+from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageParam
+from openai.types.chat.chat_completion_message_tool_call import ChatCompletionMessageToolCall, Function
 
 from nr_llm.catalogue import import_catalogue
 from nr_llm.models import McpTool, ToolCall
 from tests.peers import ROOT, sdk_server
+from tests.provider_types import assert_conforms
 
 from .factories import McpServerFactory
 
@@ -37,27 +41,15 @@ def _readme_views() -> str:
     return str(block)
 
 
-class _Message:
-    """A chat completion message as the SDK returns it (attributes and ``model_dump``)."""
-
-    def __init__(self, content: str | None, tool_calls: list[Any] | None) -> None:
-        self.content, self.tool_calls = content, tool_calls
-
-    def model_dump(self, *, exclude_none: bool = False) -> dict[str, Any]:
-        calls = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments},
-            }
-            for c in self.tool_calls or []
-        ]
-        return {"role": "assistant", "content": self.content, "tool_calls": calls}
+def _message(content: str | None, tool_calls: list[Any] | None) -> ChatCompletionMessage:
+    """A chat completion message of the openai package's own type (what ``choices[0].message`` is)."""
+    return ChatCompletionMessage(role="assistant", content=content, tool_calls=tool_calls)
 
 
-def _call(call_id: str, name: str, arguments: dict[str, Any]) -> Any:
-    function = types.SimpleNamespace(name=name, arguments=json.dumps(arguments))
-    return types.SimpleNamespace(id=call_id, type="function", function=function)
+def _call(call_id: str, name: str, arguments: dict[str, Any]) -> ChatCompletionMessageToolCall:
+    return ChatCompletionMessageToolCall(
+        id=call_id, type="function", function=Function(name=name, arguments=json.dumps(arguments))
+    )
 
 
 class _Model:
@@ -70,7 +62,7 @@ class _Model:
         _Model.conversations.append(list(messages))
         tool_messages = [m for m in messages if m.get("role") == "tool"]
         if not tool_messages:
-            message = _Message(
+            message = _message(
                 None,
                 [
                     _call("call_echo", "mcp_demo_echo", {"text": "from the model"}),
@@ -78,7 +70,7 @@ class _Model:
                 ],
             )
         else:
-            message = _Message(" | ".join(f"{m['tool_call_id']}={m['content']}" for m in tool_messages), None)
+            message = _message(" | ".join(f"{m['tool_call_id']}={m['content']}" for m in tool_messages), None)
         return types.SimpleNamespace(choices=[types.SimpleNamespace(message=message)])
 
     def create(self, *, model: str, messages: list[dict[str, Any]], tools: Any) -> Any:
@@ -133,6 +125,8 @@ def test_the_readme_turn_runs_both_calls_and_answers_with_their_results(settings
     first, second = openai_stand_in.conversations
     assert [m["role"] for m in second] == ["user", "assistant", "tool", "tool"]
     assert [m["tool_call_id"] for m in second[2:]] == ["call_echo", "call_add"]
+    for message in second:
+        assert_conforms(ChatCompletionMessageParam, message)
     rows = ToolCall.objects.order_by("tool_name")
     assert [(r.tool_name, r.status, r.actor_label) for r in rows] == [
         ("mcp_demo_add", "succeeded", "reader"),

@@ -347,8 +347,10 @@ def test_a_newcomer_sees_a_call_wait_approves_it_and_resumes_it(demo: Demo) -> N
 
         waiting = users_shell(manage + """mcp_call mcp_guarded_echo --args '{"text": "hi from the demo"}'""")
         assert waiting.returncode == 3, (waiting.stdout, waiting.stderr)
-        call_id = waiting.stderr.split("tool call ", 1)[1].split(" ", 1)[0]
+        # The recorded arguments come first (what an approver reads), the notice with the id last.
+        call_id = waiting.stderr.splitlines()[-1].split("tool call ", 1)[1].split(" ", 1)[0]
         assert str(uuid.UUID(call_id)) == call_id
+        assert waiting.stderr.startswith(f"arguments of tool call {call_id}:")
 
         change_page = f"{site}/admin/nr_llm/toolcallapproval/{call_id}/change/"
         page = browser.get(change_page, timeout=REQUEST_SECONDS)

@@ -103,7 +103,7 @@ class Command(BaseCommand):
         try:
             arguments = ledger.arguments_of(row)
         except CredentialUnavailable as exc:
-            self.stderr.write(f"the arguments of tool call {row.id} cannot be shown: {exc}")
+            self.stderr.write(f"the arguments of tool call {result.call_id} cannot be shown: {exc}")
             return
         found = visible.hidden_in(arguments)
         note = (
@@ -112,7 +112,7 @@ class Command(BaseCommand):
             if found
             else ""
         )
-        self.stderr.write(f"arguments of tool call {row.id}{note}:\n{visible.pretty(arguments)}")
+        self.stderr.write(f"arguments of tool call {result.call_id}{note}:\n{visible.pretty(arguments)}")
 
     def _print(self, result: tools.ToolResult, *, as_json: bool) -> None:
         if not as_json:
