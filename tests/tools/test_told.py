@@ -214,7 +214,7 @@ def test_an_outcome_the_database_refuses_with_its_answer_is_recorded_without_it(
     if connection.vendor != "postgresql":
         pytest.skip("SQLite stores a NUL in text; PostgreSQL refuses it (run with DATABASE_URL=postgres://…)")
     tool = guarded_tool(requires_approval=False)
-    monkeypatch.setattr(ledger, "preview", lambda text: "refused\x00" if text else "")
+    monkeypatch.setattr(ledger, "preview", lambda text, structured=None: "refused\x00" if text else "")
     result = tools.execute(tool.tool_name, {"text": "x"}, client=FakeClient())
     row = row_of(result)
     assert (row.status, row.result_preview_ciphertext) == ("succeeded", "")
