@@ -91,7 +91,7 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
     from nr_llm.endpoints import endpoint_for
     from nr_llm.health import HealthRecorder
     from nr_llm.mcp import McpClient
-    from nr_llm.mcp.pool import process_pool
+    from nr_llm.mcp.wire.pool import process_pool
     from nr_llm.models import DataClass, McpServer, McpTool
     from tests.peers import running
     from tests.tls import TestAuthority, sdk_server_tls

@@ -8,7 +8,7 @@ Bounded in time: a ``pattern`` comes from a server and the string it is matched 
 a model, and Python's ``re`` backtracks without limit (``(x+x+)+y`` on forty x's runs for
 hours). Patterns are therefore matched by the ``regex`` engine with a timeout taken from one
 budget for the whole check (``CHECK_SECONDS``), and the import refused patterns whose nested
-repeats would make even compiling them slow (``nr_llm/mcp/schema.py``). A check that runs out
+repeats would make even compiling them slow (``nr_llm/mcp/protocol/schema.py``). A check that runs out
 of budget refuses the call: it was not shown to be valid, so it is not sent.
 """
 
@@ -28,7 +28,7 @@ from jsonschema.exceptions import SchemaError, UnknownType, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
 
-from .mcp.text import clean
+from .mcp.wire.text import clean
 
 MAX_PROBLEMS = 10
 #: Characters of one problem as a model or an operator reads it (a message quotes the value).

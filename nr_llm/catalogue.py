@@ -32,11 +32,11 @@ from . import tools
 from .authorization import runtime as authorization
 from .endpoints import endpoint_for, mcp_client
 from .mcp import Endpoint, McpTransportError
-from .mcp.names import InvalidToolName, checked_local_name
-from .mcp.redaction import redact
-from .mcp.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
-from .mcp.schema_v1 import first_rule
-from .mcp.text import clean
+from .mcp.protocol.names import InvalidToolName, checked_local_name
+from .mcp.protocol.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
+from .mcp.protocol.schema_v1 import first_rule
+from .mcp.wire.redaction import redact
+from .mcp.wire.text import clean
 from .models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
 
 MAX_TOOLS = 500

@@ -260,7 +260,7 @@ def check_completion_middleware_is_last(**kwargs: Any) -> list[CheckMessage]:
 
 
 def check_tool_result_limits(**kwargs: Any) -> list[CheckMessage]:
-    """The caps on a tool's answer (nr_llm/mcp/content.py): whole numbers of bytes above 0."""
+    """The caps on a tool's answer (nr_llm/mcp/protocol/content.py): whole numbers of bytes above 0."""
     errors: list[CheckMessage] = []
     for name, check_id in (
         ("NR_LLM_TOOL_RESULT_BLOCK_BYTES", "nr_llm.E050"),

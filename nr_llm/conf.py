@@ -12,11 +12,11 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
-from .mcp.content import DEFAULT_BLOCK_BYTES, DEFAULT_TOTAL_BYTES, ContentLimits
+from .mcp.protocol.content import DEFAULT_BLOCK_BYTES, DEFAULT_TOTAL_BYTES, ContentLimits
 
 # The protocol client's own default (it runs without Django too): below gunicorn's 2 s
-# keep-alive, uvicorn's 5 s and nginx's 75 s (nr_llm/mcp/pool.py says why).
-from .mcp.pool import DEFAULT_KEEPALIVE_SECONDS
+# keep-alive, uvicorn's 5 s and nginx's 75 s (nr_llm/mcp/wire/pool.py says why).
+from .mcp.wire.pool import DEFAULT_KEEPALIVE_SECONDS
 
 DEFAULT_OPERATION_TIMEOUT = 20.0
 # How long a server's protocol era is remembered when it gives no ttlMs (docs/mcp-client.md).
@@ -152,7 +152,7 @@ class Settings:
 
     @property
     def TOOL_RESULT_LIMITS(self) -> ContentLimits:
-        """The caps on a tool's answer: per block, and for the whole answer (nr_llm/mcp/content.py)."""
+        """The caps on a tool's answer: per block, and for the whole answer (mcp/protocol/content.py)."""
         block = _positive_int(getattr(django_settings, "NR_LLM_TOOL_RESULT_BLOCK_BYTES", None))
         total = _positive_int(getattr(django_settings, "NR_LLM_TOOL_RESULT_TOTAL_BYTES", None))
         return ContentLimits(block or DEFAULT_BLOCK_BYTES, total or DEFAULT_TOTAL_BYTES)

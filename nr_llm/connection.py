@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from .authorization import runtime as authorization
 from .endpoints import endpoint_for, mcp_client
 from .mcp import ConnectionReport
-from .mcp.redaction import redact
+from .mcp.wire.redaction import redact
 from .models import McpServer
 
 

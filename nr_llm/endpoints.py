@@ -12,7 +12,7 @@ from .conf import conf
 from .credentials import CredentialUnavailable
 from .health import HealthRecorder
 from .mcp import Endpoint, McpClient
-from .mcp.endpoint import AuthPlacement
+from .mcp.protocol.endpoint import AuthPlacement
 from .models import McpServer
 
 

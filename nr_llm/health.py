@@ -26,7 +26,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from .mcp.endpoint import Endpoint
+from .mcp.protocol.endpoint import Endpoint
 from .models import McpServer
 from .own_transaction import hand_over
 

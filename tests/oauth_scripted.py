@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
 from nr_llm.mcp.oauth import OAuthSettings, OperationTokens
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
 
 
 @dataclass(frozen=True)

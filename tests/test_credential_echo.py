@@ -14,7 +14,7 @@ from nr_llm.connection import test_connection
 from nr_llm.governance.ledger import preview_of
 from nr_llm.mcp.oauth import Grant
 from nr_llm.mcp.oauth.store import ClientRegistration
-from nr_llm.mcp.redaction import MASK, redact
+from nr_llm.mcp.wire.redaction import MASK, redact
 from nr_llm.models import McpServer, ToolCall
 from tests.peers import running
 

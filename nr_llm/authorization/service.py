@@ -24,8 +24,6 @@ from django.utils import timezone
 
 from .. import credentials
 from ..conf import conf
-from ..mcp.deadline import MonotonicClock, OperationDeadline
-from ..mcp.errors import McpTransportError
 from ..mcp.oauth import (
     Challenge,
     ClientConfig,
@@ -43,7 +41,9 @@ from ..mcp.oauth import (
 )
 from ..mcp.oauth.grants import revoke
 from ..mcp.oauth.scopes import union
-from ..mcp.text import clean
+from ..mcp.wire.deadline import MonotonicClock, OperationDeadline
+from ..mcp.wire.errors import McpTransportError
+from ..mcp.wire.text import clean
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
 from .models import OAuthGrantRecord, PendingAuthorization
 from .store import DatabaseGrantStore

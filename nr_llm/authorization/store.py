@@ -40,10 +40,10 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from .. import credentials
-from ..mcp.deadline import MINIMUM_LEG_SECONDS, OperationDeadline
-from ..mcp.errors import AuthorizationError, McpTransportError
 from ..mcp.oauth import ClientRegistration, Grant
 from ..mcp.oauth.store import ServerLocks, lock_wait_seconds, wait_exhausted
+from ..mcp.wire.deadline import MINIMUM_LEG_SECONDS, OperationDeadline
+from ..mcp.wire.errors import AuthorizationError, McpTransportError
 from ..models import McpServer
 from ..own_transaction import run_in_own_transaction
 from .models import OAuthGrantRecord

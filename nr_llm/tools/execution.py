@@ -37,9 +37,10 @@ from ..governance import decisions, ledger
 from ..governance.decisions import DecisionRefused
 from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp import CallOutcome, Endpoint, McpTransportError, content, resend
-from ..mcp.redaction import redact
-from ..mcp.text import clean, encodable
+from ..mcp import CallOutcome, Endpoint, McpTransportError
+from ..mcp.protocol import content, resend
+from ..mcp.wire.redaction import redact
+from ..mcp.wire.text import clean, encodable
 from ..models import DEFINITION_CHANGED, McpTool
 from . import telemetry
 from .registry import LocalTool, local_tool

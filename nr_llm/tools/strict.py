@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..mcp.text import clean
+from ..mcp.wire.text import clean
 
 #: The keywords strict mode supports (description: an annotation it reads).
 STRICT_KEYWORDS = frozenset(

@@ -18,8 +18,8 @@ def main(identifier: str, start_at: float) -> None:
 
     django.setup()
     from nr_llm.authorization.service import oauth_settings
-    from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
     from nr_llm.mcp.oauth import OperationTokens
+    from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
     from nr_llm.models import McpServer
     from tests.oauth_peers import mcp_request
 

@@ -14,7 +14,7 @@ from nr_llm import tools
 from nr_llm.authorization import columns
 from nr_llm.catalogue import import_catalogue
 from nr_llm.endpoints import endpoint_for
-from nr_llm.mcp.errors import AuthorizationError, McpTransportError
+from nr_llm.mcp.wire.errors import AuthorizationError, McpTransportError
 from nr_llm.models import McpServer, McpTool, OAuthGrantRecord
 from tests.fakes import FakeClient
 

@@ -17,8 +17,6 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 
 from nr_llm.mcp import Endpoint
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.errors import AuthorizationError
 from nr_llm.mcp.oauth import (
     ClientConfig,
     MemoryGrantStore,
@@ -29,6 +27,8 @@ from nr_llm.mcp.oauth import (
     parse_challenge,
     start_authorization,
 )
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.errors import AuthorizationError
 
 if TYPE_CHECKING:
     from tests.conformance.client import Run

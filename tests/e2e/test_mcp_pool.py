@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
 from nr_llm.mcp.oauth.legs import OAuthLegs
-from nr_llm.mcp.pool import process_pool
-from nr_llm.mcp.transport import LegMachine
-from nr_llm.mcp.watchdog import _WATCHMAN, WatchedHTTPSConnection
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.legs import LegMachine
+from nr_llm.mcp.wire.pool import process_pool
+from nr_llm.mcp.wire.watchdog import _WATCHMAN, WatchedHTTPSConnection
 from tests.tls import (
     TestAuthority,
     log_entries,

@@ -14,8 +14,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.errors import AuthorizationError
 from nr_llm.mcp.oauth import (
     ClientConfig,
     Grant,
@@ -27,6 +25,8 @@ from nr_llm.mcp.oauth import (
     client_credentials,
     refresh,
 )
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.errors import AuthorizationError
 from tests.oauth_peers import connect_on_legs, mcp_request
 
 pytestmark = pytest.mark.e2e

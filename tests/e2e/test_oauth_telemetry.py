@@ -9,9 +9,9 @@ import pytest
 from opentelemetry.trace import SpanKind
 
 from nr_llm.mcp import Endpoint, McpClient
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
 from nr_llm.mcp.oauth import ClientConfig, MemoryGrantStore, OAuthLegs, OAuthSettings, refresh
 from nr_llm.mcp.oauth.tokens import SystemWallClock
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
 from tests.oauth_peers import connect_on_legs
 from tests.otel import Otel, attributes_of, otel
 

@@ -13,14 +13,14 @@ from dataclasses import replace
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.errors import McpTransportError
 from nr_llm.mcp.oauth import (
     ClientConfig,
     MemoryGrantStore,
     OAuthLegs,
     OAuthSettings,
 )
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.errors import McpTransportError
 from tests.oauth_peers import OAuthPeers, connect_on_legs, start_oauth_peers
 from tests.tls import TestAuthority, log_entries, names_session, peer_log, resolve_test_names, tls_adversary
 

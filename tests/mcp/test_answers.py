@@ -9,7 +9,7 @@ import pytest
 import responses
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp.content import ContentLimits
+from nr_llm.mcp.protocol.content import ContentLimits
 
 from .scripted import URL, FakeClock, ScriptedServer
 

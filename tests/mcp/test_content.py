@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import CallOutcome, McpTransportError
-from nr_llm.mcp.content import ContentLimits, conform, masked, outcome_of
+from nr_llm.mcp.protocol.content import ContentLimits, conform, masked, outcome_of
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 WAV = base64.b64encode(b"RIFF\x24\x00\x00\x00WAVEfmt ").decode()

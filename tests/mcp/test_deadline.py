@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nr_llm.mcp import McpTransportError
-from nr_llm.mcp.deadline import (
+from nr_llm.mcp.wire.deadline import (
     MAXIMUM_BUDGET_SECONDS,
     MINIMUM_LEG_SECONDS,
     MonotonicClock,

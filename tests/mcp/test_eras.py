@@ -15,7 +15,7 @@ import requests
 import responses
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp.eras import EraCache, cache_key
+from nr_llm.mcp.protocol.eras import EraCache, cache_key
 
 from .scripted import URL, FakeClock, ScriptedServer, Seen
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from nr_llm.mcp.eventstream import Event, EventStreamDecoder
+from nr_llm.mcp.wire.eventstream import Event, EventStreamDecoder
 
 
 def _feed_bytewise(raw: bytes) -> list[Event]:

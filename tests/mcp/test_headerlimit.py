@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from nr_llm.mcp.headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, CappedResponse, HeaderFlood
+from nr_llm.mcp.wire.headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, CappedResponse, HeaderFlood
 
 STATUS = b"HTTP/1.1 200 OK\r\n"
 END = b"\r\n"

@@ -9,8 +9,8 @@ import pytest
 import responses
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp import client as client_module
-from nr_llm.mcp.hostgate import forbidden, refuse_private, resolve
+from nr_llm.mcp.protocol import client as client_module
+from nr_llm.mcp.wire.hostgate import forbidden, refuse_private, resolve
 
 
 def check_host(url: str, server: str) -> None:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp.eventstream import EventStreamDecoder
+from nr_llm.mcp.wire.eventstream import EventStreamDecoder
 
 from .scripted import URL, ScriptedServer
 

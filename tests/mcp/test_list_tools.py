@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp.client import MAX_PAGES
+from nr_llm.mcp.protocol.client import MAX_PAGES
 
 from .scripted import URL, ScriptedServer
 

@@ -9,7 +9,7 @@ import pytest
 import responses
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp.resend import may_have_run
+from nr_llm.mcp.protocol.resend import may_have_run
 from tests.peers import running
 from tests.tls import TestAuthority, tls_client
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp.eras import EraCache, cache_key, lifetime_seconds
-from nr_llm.mcp.param_headers import encode_value, param_headers
+from nr_llm.mcp.protocol.eras import EraCache, cache_key, lifetime_seconds
+from nr_llm.mcp.protocol.param_headers import encode_value, param_headers
 
 from .scripted import URL, FakeClock, ScriptedServer
 from .test_eras import MODERN, _discover

@@ -1,6 +1,6 @@
 import pytest
 
-from nr_llm.mcp.names import InvalidToolName, checked_local_name, local_name
+from nr_llm.mcp.protocol.names import InvalidToolName, checked_local_name, local_name
 
 
 def test_local_name_joins_prefix_identifier_and_remote_name():

@@ -14,8 +14,8 @@ import re
 import pytest
 
 from nr_llm.mcp import McpClient
-from nr_llm.mcp.deadline import OperationDeadline
-from nr_llm.mcp.transport import Transport
+from nr_llm.mcp.protocol.transport import Transport
+from nr_llm.mcp.wire.deadline import OperationDeadline
 
 SEAM = re.compile(r"cancel|abort|interrupt|token|signal|kill|stop|halt|shutdown", re.IGNORECASE)
 

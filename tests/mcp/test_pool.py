@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 
-from nr_llm.mcp.pool import MAX_IDLE_PER_ORIGIN, IdlePool, Origin
+from nr_llm.mcp.wire.pool import MAX_IDLE_PER_ORIGIN, IdlePool, Origin
 
 ORIGIN = Origin("https", "mcp.test", 443)
 FIT = ("/ca.pem", False)

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient
-from nr_llm.mcp.redaction import masked_url
+from nr_llm.mcp.wire.redaction import masked_url
 from tests.peers import running
 
 SECRET = "key-0a1b2c3d4e5f"
@@ -62,7 +62,7 @@ def test_secrets_mask_every_string_of_an_answer_longest_first() -> None:
     """Every string of a decoded answer, keys included, at any depth; a secret that contains
     another is masked whole; numbers and the rest stay as they were; a one-letter
     "credential" masks nothing."""
-    from nr_llm.mcp.redaction import MASK, Secrets
+    from nr_llm.mcp.wire.redaction import MASK, Secrets
 
     secrets = Secrets()
     secrets.add("tok-access")  # a prefix of the longer one
@@ -81,7 +81,7 @@ def test_secrets_mask_every_string_of_an_answer_longest_first() -> None:
 def test_a_clipped_secret_is_masked_wherever_the_clipping_is() -> None:
     """A message clipped mid-secret and followed by more text ("… (code 1)"), as an error's
     detail is: the secret's start before the "…" is masked too."""
-    from nr_llm.mcp.redaction import MASK, redact
+    from nr_llm.mcp.wire.redaction import MASK, redact
 
     secret = "tok-access-123456"
     assert redact(f"invalid {secret[:9]}… (code -32001)", secret) == f"invalid {MASK}… (code -32001)"

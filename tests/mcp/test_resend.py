@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from nr_llm.mcp import McpTransportError
-from nr_llm.mcp.errors import ChallengeError
-from nr_llm.mcp.resend import may_have_run, new_session, on_fresh_connection, other_era, refused, repeatable
-from nr_llm.mcp.watchdog import Delivery
+from nr_llm.mcp.protocol.resend import may_have_run, new_session, other_era, refused, repeatable
+from nr_llm.mcp.wire.errors import ChallengeError
+from nr_llm.mcp.wire.legs import on_fresh_connection
+from nr_llm.mcp.wire.watchdog import Delivery
 
 
 def _error(kind: str, *, status: int | None = None, code: int | None = None, accepted: bool = False):

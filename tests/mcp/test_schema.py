@@ -3,7 +3,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp.schema import MAX_DEPTH, REFUSED, SchemaRefused, normalise_schema
+from nr_llm.mcp.protocol.schema import MAX_DEPTH, REFUSED, SchemaRefused, normalise_schema
 
 
 def _obj(**extra):

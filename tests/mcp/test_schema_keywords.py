@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp.schema import (
+from nr_llm.mcp.protocol.schema import (
     MAX_ENUM_VALUES,
     MAX_EXAMPLES,
     MAX_PATTERN,

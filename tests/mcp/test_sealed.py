@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nr_llm.mcp.sealed import Sealed, SealedBytes
+from nr_llm.mcp.wire.sealed import Sealed, SealedBytes
 
 
 def _as_sentry_records(value: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from nr_llm.mcp.text import MESSAGE_LIMIT, NAME_LIMIT, clean, encodable, loads
+from nr_llm.mcp.wire.text import MESSAGE_LIMIT, NAME_LIMIT, clean, encodable, loads
 
 
 def test_control_and_format_characters_are_removed_and_line_breaks_become_spaces() -> None:

@@ -1,4 +1,4 @@
-"""The leg machine (transport.py): the one place legs are sent and library errors mapped."""
+"""The leg machine (wire/legs.py): the one place legs are sent and library errors mapped."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient
-from nr_llm.mcp.deadline import OperationDeadline
 from nr_llm.mcp.oauth import OAuthLegs
+from nr_llm.mcp.wire.deadline import OperationDeadline
 
 from .scripted import FakeClock
 
@@ -31,7 +31,7 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-def test_only_the_transport_imports_requests_or_urllib3_at_run_time() -> None:
+def test_only_the_leg_machine_imports_requests_or_urllib3_at_run_time() -> None:
     """One leg machine: no other module of the package imports requests or urllib3 (the
     watchdog's connection classes excepted: they are urllib3's, below the machine), so TLS,
     caps and the error map cannot drift apart between MCP and OAuth legs again."""
@@ -39,7 +39,7 @@ def test_only_the_transport_imports_requests_or_urllib3_at_run_time() -> None:
         str(path.relative_to(PACKAGE))
         for path in PACKAGE.rglob("*.py")
         if {"requests", "urllib3"} & _imports(path)
-        and path.relative_to(PACKAGE).as_posix() not in ("mcp/transport.py", "mcp/watchdog.py")
+        and path.relative_to(PACKAGE).as_posix() not in ("mcp/wire/legs.py", "mcp/wire/watchdog.py")
     )
     assert offenders == []
 

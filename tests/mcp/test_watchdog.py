@@ -10,7 +10,7 @@ import warnings
 import pytest
 from urllib3.exceptions import ConnectTimeoutError
 
-from nr_llm.mcp.watchdog import _WATCHMAN, LegWatchdog, WatchedHTTPSConnection
+from nr_llm.mcp.wire.watchdog import _WATCHMAN, LegWatchdog, WatchedHTTPSConnection
 
 
 def test_a_blocked_read_returns_when_the_grant_is_spent() -> None:

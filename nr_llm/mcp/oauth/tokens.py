@@ -39,11 +39,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..deadline import OperationDeadline
-from ..errors import AuthorizationError, ChallengeError, McpTransportError
-from ..hostgate import Resolver
-from ..pool import DEFAULT_KEEPALIVE_SECONDS
-from ..redaction import Secrets
+from ..wire.deadline import OperationDeadline
+from ..wire.errors import AuthorizationError, ChallengeError, McpTransportError
+from ..wire.hostgate import Resolver
+from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
+from ..wire.redaction import Secrets
 from .discovery import confirm_issuer, same_issuer
 from .grants import client_credentials, refresh
 from .identity import ClientConfig, WallClock, not_configured

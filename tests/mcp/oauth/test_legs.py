@@ -13,13 +13,13 @@ from contextlib import contextmanager
 
 import pytest
 
-from nr_llm.mcp import watchdog as watchdog_module
-from nr_llm.mcp.deadline import OperationDeadline
-from nr_llm.mcp.errors import McpTransportError
 from nr_llm.mcp.oauth import OAuthLegs
 from nr_llm.mcp.oauth.legs import vet_url
-from nr_llm.mcp.transport import MAX_BODY_BYTES
-from nr_llm.mcp.watchdog import LegWatchdog
+from nr_llm.mcp.wire import watchdog as watchdog_module
+from nr_llm.mcp.wire.deadline import OperationDeadline
+from nr_llm.mcp.wire.errors import McpTransportError
+from nr_llm.mcp.wire.legs import MAX_BODY_BYTES
+from nr_llm.mcp.wire.watchdog import LegWatchdog
 
 from .world import AS_METADATA, World, legs_for
 

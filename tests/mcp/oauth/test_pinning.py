@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.errors import AuthorizationError, ChallengeError, McpTransportError
 from nr_llm.mcp.oauth import ClientConfig, Grant, MemoryGrantStore, OAuthLegs, OAuthSettings, SystemWallClock
 from nr_llm.mcp.oauth.grants import TokenAnswer, revoke
 from nr_llm.mcp.oauth.legs import Answer
 from nr_llm.mcp.oauth.sealed import Sealed
 from nr_llm.mcp.oauth.store import ClientRegistration
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.errors import AuthorizationError, ChallengeError, McpTransportError
 from tests.oauth_scripted import (
     Peer,
     TokenEndpoint,

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import Endpoint
-from nr_llm.mcp.deadline import OperationDeadline
-from nr_llm.mcp.errors import AuthorizationError, ChallengeError, McpTransportError
 from nr_llm.mcp.oauth import ClientConfig, Grant, MemoryGrantStore, OAuthSettings, OperationTokens
 from nr_llm.mcp.oauth.store import ClientRegistration
+from nr_llm.mcp.wire.deadline import OperationDeadline
+from nr_llm.mcp.wire.errors import AuthorizationError, ChallengeError, McpTransportError
 
 from .world import ISSUER, MCP, TOKEN, World, as_metadata
 

@@ -14,8 +14,8 @@ from urllib.parse import parse_qsl
 
 import responses
 
-from nr_llm.mcp.deadline import OperationDeadline
 from nr_llm.mcp.oauth import OAuthLegs
+from nr_llm.mcp.wire.deadline import OperationDeadline
 
 from ..scripted import FakeClock
 

@@ -34,30 +34,23 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
+from ..oauth import OperationTokens, SystemWallClock, WallClock
+from ..wire.deadline import Clock, MonotonicClock, OperationDeadline
+from ..wire.errors import McpTransportError
+from ..wire.hostgate import Resolver, refuse_private, resolve
+from ..wire.legs import SessionFactory, default_session
+from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
+from ..wire.redaction import Secrets
+from ..wire.text import NAME_LIMIT, clean
 from . import modern, resend
 from .content import DEFAULT_LIMITS, ContentLimits, outcome_of
-from .deadline import Clock, MonotonicClock, OperationDeadline
 from .endpoint import Endpoint
 from .eras import DEFAULT_ERA_CACHE_SECONDS, EraCache, cache_key, lifetime_seconds, process_cache
-from .errors import McpTransportError
 from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConversation
-from .hostgate import Resolver, refuse_private, resolve
 from .modern_conversation import InputResponder, ModernConversation
-from .oauth.identity import WallClock
-from .oauth.tokens import OperationTokens, SystemWallClock
 from .param_headers import param_headers
-from .pool import DEFAULT_KEEPALIVE_SECONDS
-from .redaction import Secrets
 from .results import CallOutcome, ConnectionReport
-from .text import NAME_LIMIT, clean
-from .transport import (
-    SessionFactory,
-    Transport,
-    auth_headers,
-    bearer_header,
-    default_session,
-    refuse_clear_text,
-)
+from .transport import Transport, auth_headers, bearer_header, refuse_clear_text
 
 __all__ = ["KNOWN_PROTOCOL_VERSIONS", "MAX_PAGES", "PROTOCOL_VERSION", "InputResponder", "McpClient"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import ErrorKind, McpTransportError
+from ..wire.errors import ErrorKind, McpTransportError
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ..wire.deadline import OperationDeadline
+from ..wire.errors import McpTransportError
+from ..wire.text import clean
 from . import jsonrpc, modern
-from .deadline import OperationDeadline
-from .errors import McpTransportError
 from .handshake import client_info
-from .text import clean
 from .transport import Transport
 
 # Rounds of input a server may ask for in one call before the client gives up on it.

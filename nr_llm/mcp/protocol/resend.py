@@ -2,7 +2,7 @@
 
 Exactly once. A server that sent a 2xx status line for a POST has accepted it: from then on
 a ``tools/call`` may have run, whatever follows (a stream that ends early, a resumption
-refused with 404 or 405, a broken connection, a timeout). The leg machine (transport.py)
+refused with 404 or 405, a broken connection, a timeout). The leg machine (wire/legs.py)
 marks every failure after that status line ``accepted``, and a stream that cannot be
 finished is ``interrupted``; nothing here lets an accepted request out again: no new
 session, no re-probe, no era fallback, no second try on a new connection (urllib3 retries
@@ -19,7 +19,8 @@ A pooled connection the server closed while it sat idle fails the next request b
 byte of an answer. That request goes once more, on a new connection, when it may be repeated
 (``server/discover``, ``initialize``, ``tools/list``, ``ping``, a GET or a DELETE), and any other
 (a ``tools/call``, a notification, an OAuth token request) only when the connection shows it
-never left: the write itself failed. A request that was written and then met a closed
+never left: the write itself failed (the wire's ``on_fresh_connection``, wire/legs.py, told
+here whether the request may be repeated). A request that was written and then met a closed
 connection may have reached the server: a ``tools/call`` so cut off is ``interrupted``
 (transport.py), never resent.
 
@@ -32,13 +33,9 @@ may have run.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..wire.errors import McpTransportError
+from ..wire.legs import idempotent
 from . import modern
-from .errors import McpTransportError
-
-if TYPE_CHECKING:
-    from .watchdog import Delivery
 
 # JSON-RPC methods that change nothing on the server: sent twice, they do no harm.
 REPEATABLE_METHODS = frozenset({"server/discover", "initialize", "tools/list", "ping"})
@@ -113,12 +110,4 @@ def other_era(exc: McpTransportError) -> bool:
 
 def repeatable(http_method: str, rpc_method: object) -> bool:
     """The request may be sent twice without harm (a read, or the end of a session)."""
-    return http_method in ("GET", "DELETE") or rpc_method in REPEATABLE_METHODS
-
-
-def on_fresh_connection(exc: McpTransportError, delivery: Delivery, may_repeat: bool) -> bool:
-    """A leg that failed on a pooled connection may go once more on a new one: the connection
-    broke before any byte of an answer, and the request may be repeated or never left."""
-    if exc.accepted or exc.kind != "unreachable" or not delivery.reused or delivery.answered:
-        return False
-    return may_repeat or not delivery.written
+    return idempotent(http_method) or rpc_method in REPEATABLE_METHODS

@@ -27,9 +27,9 @@ import jsonschema
 import referencing.exceptions
 from jsonschema.exceptions import SchemaError
 
-from .errors import McpTransportError
+from ..wire.errors import McpTransportError
+from ..wire.text import MESSAGE_LIMIT, NAME_LIMIT, clean
 from .results import Block, CallOutcome
-from .text import MESSAGE_LIMIT, NAME_LIMIT, clean
 
 BLOCK_TYPES = ("text", "image", "audio", "resource_link", "resource")
 DEFAULT_BLOCK_BYTES = 1_048_576

@@ -18,7 +18,7 @@ from typing import Any
 
 import regex
 
-from .text import clean
+from ..wire.text import clean
 
 #: Keywords whose value is one subschema, a list of subschemas, or a map of names to subschemas.
 SUBSCHEMA_ONE = ("items", "additionalProperties", "not")

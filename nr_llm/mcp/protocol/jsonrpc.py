@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import McpTransportError
-from .text import clean, loads
+from ..wire.errors import McpTransportError
+from ..wire.text import clean, loads
 
 
 def request(request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

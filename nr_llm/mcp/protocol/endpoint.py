@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from .redaction import masked_url
+from ..wire.redaction import masked_url
 
 if TYPE_CHECKING:
-    from .oauth import OAuthSettings
+    from ..oauth import OAuthSettings
 
 AuthPlacement = Literal["none", "bearer", "header"]
 

@@ -8,10 +8,10 @@ import logging
 from importlib import metadata
 from typing import Any
 
+from ..wire.deadline import OperationDeadline
+from ..wire.errors import McpTransportError
+from ..wire.text import clean
 from . import jsonrpc, resend
-from .deadline import OperationDeadline
-from .errors import McpTransportError
-from .text import clean
 from .transport import Reply, Transport
 
 logger = logging.getLogger("nr_llm.mcp")

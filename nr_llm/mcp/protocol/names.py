@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .text import clean
+from ..wire.text import clean
 
 LOCAL_NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 MAX_LOCAL_NAME = 64

@@ -102,7 +102,7 @@ class McpTransportError(Exception):
         self.http_status = http_status
         self.code = code
         self.data = data
-        # Set by the leg machine (transport.py) on a failure after a 2xx status line.
+        # Set by the leg machine (wire/legs.py) on a failure after a 2xx status line.
         self.accepted = accepted
         # Cleared by the leg machine when the request was never handed whole to the socket;
         # True unless that is known (a request may have left).

@@ -1,4 +1,4 @@
-"""OpenTelemetry for the MCP client, on ``opentelemetry-api`` only (the ``otel`` extra).
+"""OpenTelemetry for the MCP client's JSON-RPC messages, on ``opentelemetry-api`` only (the ``otel`` extra).
 
 Follows the OpenTelemetry semantic conventions for MCP, semantic-conventions-genai v0.1.0
 (``docs/gen-ai/mcp.md``, status Development; docs/telemetry.md has the attribute table):
@@ -9,7 +9,8 @@ Follows the OpenTelemetry semantic conventions for MCP, semantic-conventions-gen
   (``traceparent``, ``tracestate``: the configured propagators), so a server that traces
   makes its span a child of ours;
 - its duration goes to the ``mcp.client.operation.duration`` histogram;
-- every OAuth leg is a CLIENT span too (``traced_oauth_leg``), named by its HTTP method.
+- every OAuth leg is a CLIENT span too (``traced_oauth_leg``, wire/telemetry.py), named by
+  its HTTP method.
 
 Without the API installed the decorators hand back the function they were given: nothing is
 imported and nothing costs. With the API and no SDK, the API's no-op tracer and meter run.
@@ -23,76 +24,43 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, TypeVar
-from urllib.parse import urlsplit
 
-from .errors import McpTransportError
-from .redaction import redact
-from .text import clean
+from ..wire.errors import McpTransportError
+from ..wire.telemetry import ENABLED as ENABLED
+from ..wire.telemetry import (
+    SCOPE,
+    _providers,
+    clip,
+    current,
+    fail,
+    logger,
+    masked,
+    noted,
+    server_attributes,
+    tracer,
+)
 
 try:
-    from opentelemetry import metrics, propagate, trace
-    from opentelemetry.trace import SpanKind, StatusCode
+    from opentelemetry import metrics, propagate
+    from opentelemetry.trace import SpanKind
 except ImportError:  # the optional extra is not installed: every decorator is the identity
-    ENABLED = False
-else:
-    ENABLED = True
-
-logger = logging.getLogger("nr_llm.mcp")
+    pass
 
 P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S")
 
-#: The instrumentation scope: one name for the package's tracer and meter.
-SCOPE = "nr_llm"
 DURATION_METRIC = "mcp.client.operation.duration"
 #: The convention's ExplicitBucketBoundaries for the duration histogram (seconds).
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
-
-#: Caps on what any attribute carries: a name, a server's message, a URL.
-NAME_CHARS = 256
-MESSAGE_CHARS = 512
-URL_CHARS = 1024
 #: What the client lets a propagator put into ``params._meta``: W3C ``tracestate`` is at most
 #: 512 characters; a misbehaving propagator does not get to grow every request.
 META_KEYS = 8
 META_VALUE_CHARS = 1024
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-_providers: dict[str, tuple[object, Any]] = {}
-
-
-def clip(value: object, limit: int = NAME_CHARS) -> str:
-    """Text an attribute may carry: control characters out, at most ``limit`` characters. A
-    10 MB string costs one slice, not a copy of it."""
-    text = value if isinstance(value, str) else str(value)
-    if len(text) <= limit and text.isprintable():
-        return text  # the common case, at C speed: nothing for clean() to strip
-    return clean(text[: limit + 1], limit)
-
-
-def masked(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every secret (and a clipped start of one) masked; before ``clip``, which
-    would fold the spaces a secret may hold."""
-    for secret in secrets:
-        text = redact(text, secret)
-    return text
-
-
-def tracer() -> Any:
-    """The package's tracer from the provider installed now (never cached past a change of
-    provider: a site may install its SDK after this module was imported)."""
-    provider = trace.get_tracer_provider()
-    cached = _providers.get("tracer")
-    if cached is None or cached[0] is not provider:
-        cached = (provider, provider.get_tracer(SCOPE))
-        _providers["tracer"] = cached
-    return cached[1]
 
 
 def duration_histogram() -> Any:
@@ -111,35 +79,10 @@ def duration_histogram() -> Any:
     return cached[1]
 
 
-def server_attributes(url: str) -> dict[str, Any]:
-    """``server.address`` and ``server.port`` of a URL; nothing for one that does not parse
-    (the host gate says why, naming no part of it)."""
-    return dict(_server_attributes(url[: URL_CHARS * 2]))
-
-
-@functools.lru_cache(maxsize=256)
-def _server_attributes(url: str) -> tuple[tuple[str, Any], ...]:
-    # Cached: every request of every operation parses the same few server URLs.
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port or _DEFAULT_PORTS.get(parts.scheme)
-    except ValueError:
-        return ()
-    if not host:
-        return ()
-    found: tuple[tuple[str, Any], ...] = (("server.address", clip(host)),)
-    return found if port is None else (*found, ("server.port", port))
-
-
 def session_digest(session_id: str) -> str:
     """What ``mcp.session.id`` carries: a digest, never the id. A session id lets whoever holds
     it speak in the session; the digest still ties the spans of one session together."""
     return "sha256:" + hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
-
-
-def fail(span: Any, error_type: str, message: str = "") -> None:
-    span.set_attribute("error.type", clip(error_type))
-    span.set_status(StatusCode.ERROR, clip(message, MESSAGE_CHARS) or None)
 
 
 def traced_request(
@@ -240,17 +183,6 @@ def _start_request(
     return tracer().start_span(name, kind=SpanKind.CLIENT, attributes=attributes), common
 
 
-def noted(span: Any, exc: Exception) -> None:
-    """A reporting boundary: telemetry that fails is noted on its span (by the error's type),
-    never raised into the operation it observes."""
-    span.set_attribute("nr_llm.telemetry.error", type(exc).__qualname__)
-
-
-def current(span: Any) -> Any:
-    """``span`` as the current span; its end, status and exceptions are the caller's to set."""
-    return trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False)
-
-
 def _answered(span: Any, reply: Any, secrets: tuple[str, ...]) -> str:
     """Attributes from the answer; the error type when it is one (a JSON-RPC error, or a
     tools/call result with ``isError``), else ""."""
@@ -322,82 +254,9 @@ def _secrets(transport: Any) -> tuple[str, ...]:
     return tuple(found)
 
 
-def traced_oauth_leg(
-    leg: Callable[Concatenate[S, str, str, str, P], R],
-) -> Callable[Concatenate[S, str, str, str, P], R]:
-    """Wrap ``OAuthLegs._leg(method, url, what, ...)``: an HTTP CLIENT span named by the method,
-    the URL without its query (a client id or a code may travel there), no header, no body."""
-    if not ENABLED:
-        return leg
-
-    @functools.wraps(leg)
-    def wrapper(legs: S, method: str, url: str, what: str, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            span = _start_oauth_leg(getattr(legs, "server", ""), method, url, what)
-        except Exception:
-            # A reporting boundary: a tracer that fails leaves the leg untraced, never unsent.
-            logger.warning("the span of an OAuth leg could not be started", exc_info=True)
-            return leg(legs, method, url, what, *args, **kwargs)
-        try:
-            with current(span):
-                answer = leg(legs, method, url, what, *args, **kwargs)
-        except McpTransportError as exc:
-            # The message names the server and the endpoint's role, never the URL or a secret.
-            fail(span, exc.kind, str(exc))
-            raise
-        except Exception as exc:
-            fail(span, type(exc).__qualname__)
-            raise
-        else:
-            status = getattr(answer, "status", None)
-            if isinstance(status, int):
-                span.set_attribute("http.response.status_code", status)
-                if status >= 400:
-                    fail(span, str(status))
-            return answer
-        finally:
-            span.end()
-
-    return wrapper
-
-
-def _start_oauth_leg(server: object, method: str, url: str, what: str) -> Any:
-    attributes: dict[str, Any] = {
-        "http.request.method": clip(method, 16),
-        "nr_llm.oauth.endpoint": clip(what),
-        "nr_llm.server": clip(server),
-        **server_attributes(url),
-    }
-    bare = _without_query(url)
-    if bare:
-        attributes["url.full"] = bare
-    return tracer().start_span(clip(method, 16), kind=SpanKind.CLIENT, attributes=attributes)
-
-
-def _without_query(url: object) -> str:
-    """scheme://host[:port]/path: no user-info, query or fragment; "" when it does not parse."""
-    if not isinstance(url, str):
-        return ""
-    try:
-        parts = urlsplit(url[: URL_CHARS * 2])
-        host = parts.hostname
-        port = parts.port
-    except ValueError:
-        return ""
-    if parts.scheme not in ("http", "https") or not host:
-        return ""
-    netloc = f"[{host}]" if ":" in host else host
-    if port is not None:
-        netloc += f":{port}"
-    return clip(f"{parts.scheme}://{netloc}{parts.path}", URL_CHARS)
-
-
 __all__ = [
     "DURATION_BUCKETS",
     "DURATION_METRIC",
     "ENABLED",
-    "SCOPE",
-    "clip",
-    "traced_oauth_leg",
     "traced_request",
 ]

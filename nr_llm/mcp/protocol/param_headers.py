@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import McpTransportError
-from .text import clean
+from ..wire.errors import McpTransportError
+from ..wire.text import clean
 
 ANNOTATION = "x-mcp-header"
 PREFIX = "Mcp-Param-"
