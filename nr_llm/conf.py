@@ -17,6 +17,7 @@ from .mcp.protocol.content import DEFAULT_BLOCK_BYTES, DEFAULT_TOTAL_BYTES, Cont
 # The protocol client's own default (it runs without Django too): below gunicorn's 2 s
 # keep-alive, uvicorn's 5 s and nginx's 75 s (nr_llm/mcp/wire/pool.py says why).
 from .mcp.wire.pool import DEFAULT_KEEPALIVE_SECONDS
+from .vocabulary import DataClass
 
 DEFAULT_OPERATION_TIMEOUT = 20.0
 # How long a server's protocol era is remembered when it gives no ttlMs (docs/mcp-client.md).
@@ -180,8 +181,6 @@ class Settings:
     @property
     def DATA_CLASS_CEILING(self) -> str:
         """The highest data class a caller's tools may see when it names no ceiling itself."""
-        from .models import DataClass  # the models import this module
-
         raw = getattr(django_settings, "NR_LLM_DATA_CLASS_CEILING", None)
         if raw is None or raw == "":
             return DEFAULT_DATA_CLASS_CEILING
@@ -191,8 +190,6 @@ class Settings:
     def OTEL_CAPTURE_CONTENT(self) -> str:
         """The highest data class whose tool arguments and results may be span attributes
         (docs/telemetry.md); "" (unset, empty or not a data class) captures none."""
-        from .models import DataClass  # the models import this module
-
         raw = getattr(django_settings, "NR_LLM_OTEL_CAPTURE_CONTENT", "")
         return raw if isinstance(raw, str) and raw in DataClass.values else ""
 

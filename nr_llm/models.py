@@ -11,6 +11,24 @@ from django.db import models
 
 from . import credentials
 from .conf import conf
+from .vocabulary import (
+    AuthPlacement as AuthPlacement,
+)
+from .vocabulary import (
+    DataClass as DataClass,
+)
+from .vocabulary import (
+    ImportStatus as ImportStatus,
+)
+from .vocabulary import (
+    ImportTaskState as ImportTaskState,
+)
+from .vocabulary import (
+    OAuthGrantType as OAuthGrantType,
+)
+from .vocabulary import (
+    OAuthRegistration as OAuthRegistration,
+)
 
 identifier_validator = RegexValidator(
     r"^[a-z0-9_]{1,32}$",
@@ -22,50 +40,6 @@ header_name_validator = RegexValidator(
 env_name_validator = RegexValidator(
     credentials.ENV_NAME_RE.pattern, "Enter an environment variable name, e.g. MCP_DEMO_TOKEN."
 )
-
-
-class AuthPlacement(models.TextChoices):
-    NONE = "none", "None"
-    BEARER = "bearer", "Authorization: Bearer"
-    HEADER = "header", "Named header"
-    OAUTH = "oauth", "OAuth 2.1"
-
-
-class OAuthGrantType(models.TextChoices):
-    AUTHORIZATION_CODE = "authorization_code", "Authorization code (an operator connects once)"
-    CLIENT_CREDENTIALS = "client_credentials", "Client credentials (no operator step)"
-
-
-class OAuthRegistration(models.TextChoices):
-    PREREGISTERED = "preregistered", "Pre-registered client (id + secret or private key)"
-    DYNAMIC = "dynamic", "Dynamic client registration"
-    METADATA_DOCUMENT = "metadata_document", "Client ID metadata document (served by this site)"
-
-
-class DataClass(models.TextChoices):
-    PUBLIC_CONTENT = "publicContent", "Public content"
-    EDITOR_CONTENT = "editorContent", "Editor content"
-    SOURCE_CODE = "sourceCode", "Source code"
-    INTERNAL_CONFIGURATION = "internalConfiguration", "Internal configuration"
-    SYSTEM_DIAGNOSTICS = "systemDiagnostics", "System diagnostics"
-    SECRET_ADJACENT = "secretAdjacent", "Secret-adjacent"
-
-
-class ImportStatus(models.TextChoices):
-    # The outcome of the last import that finished. Whether one is waiting or running is
-    # ImportTaskState, kept apart so the last outcome stays readable meanwhile.
-    NEVER_IMPORTED = "never_imported", "Never imported"
-    OK = "ok", "OK"
-    PARTIAL = "partial", "Partial"
-    ERROR = "error", "Error"
-
-
-class ImportTaskState(models.TextChoices):
-    # A crashed worker cannot clear "running"; import_state.py reads a run older than its
-    # budget allows as stalled instead of trusting it (no heartbeat exists to do better).
-    IDLE = "idle", "Idle"
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
 
 
 class McpServer(models.Model):
