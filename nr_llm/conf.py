@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
+from .mcp import ConnectionSettings
 from .mcp.protocol.content import DEFAULT_BLOCK_BYTES, DEFAULT_TOTAL_BYTES, ContentLimits
 
 # The protocol client's own default (it runs without Django too): below gunicorn's 2 s
@@ -125,6 +126,16 @@ class Settings:
         REQUESTS_CA_BUNDLE and SSL_CERT_FILE are never read (docs/mcp-client.md, "Trust")."""
         raw = getattr(django_settings, "NR_LLM_MCP_CA_BUNDLE", None)
         return str(raw) if isinstance(raw, str | os.PathLike) and str(raw) else None
+
+    @property
+    def MCP_CONNECTION(self) -> ConnectionSettings:
+        """How every leg connects (private networks, trust, idle connections), as the one value
+        the protocol client takes: the only place it is built from this site's settings."""
+        return ConnectionSettings(
+            allow_private_networks=self.MCP_ALLOW_PRIVATE_NETWORKS,
+            ca_bundle=self.MCP_CA_BUNDLE,
+            keepalive_seconds=self.MCP_KEEPALIVE_SECONDS,
+        )
 
     @property
     def CREDENTIAL_KEYS(self) -> list[str]:

@@ -41,11 +41,9 @@ def endpoint_for(server: McpServer) -> Endpoint:
 def mcp_client() -> McpClient:
     """A client wired to this installation: private-network policy, trust and health recording."""
     return McpClient(
-        allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS,
-        ca_bundle=conf.MCP_CA_BUNDLE,
+        connection=conf.MCP_CONNECTION,
         health=HealthRecorder(),
         era_cache_seconds=conf.MCP_ERA_CACHE_SECONDS,
-        keepalive_seconds=conf.MCP_KEEPALIVE_SECONDS,
         result_limits=conf.TOOL_RESULT_LIMITS,
     )
 

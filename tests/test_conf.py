@@ -78,7 +78,25 @@ def test_the_app_client_gets_the_configured_keepalive():
     from nr_llm.endpoints import mcp_client
 
     with override_settings(NR_LLM_MCP_KEEPALIVE_SECONDS=0):
-        assert mcp_client().keepalive_seconds == 0.0
+        assert mcp_client().connection.keepalive_seconds == 0.0
+
+
+def test_the_connection_settings_are_one_value_built_from_the_settings(tmp_path):
+    """conf.MCP_CONNECTION carries the private-network policy, the CA bundle and the idle
+    limit as one frozen value, and the app's client and OAuth legs get exactly that value."""
+    from nr_llm.authorization.service import _legs
+    from nr_llm.endpoints import mcp_client
+    from nr_llm.mcp import ConnectionSettings
+    from nr_llm.models import McpServer
+
+    bundle = str(tmp_path / "ca.pem")
+    with override_settings(
+        NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS=True, NR_LLM_MCP_CA_BUNDLE=bundle, NR_LLM_MCP_KEEPALIVE_SECONDS=3
+    ):
+        expected = ConnectionSettings(allow_private_networks=True, ca_bundle=bundle, keepalive_seconds=3.0)
+        assert expected == conf.MCP_CONNECTION
+        assert mcp_client().connection == expected
+        assert _legs(McpServer(identifier="demo", url="https://mcp.example/mcp")).connection == expected
 
 
 @pytest.mark.parametrize(

@@ -136,9 +136,7 @@ def _legs(server: McpServer) -> OAuthLegs:
     return OAuthLegs(
         server.identifier,
         OperationDeadline(server.budget_seconds, MonotonicClock(), server.identifier),
-        allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS,
-        ca_bundle=conf.MCP_CA_BUNDLE,
-        keepalive_seconds=conf.MCP_KEEPALIVE_SECONDS,
+        conf.MCP_CONNECTION,
     )
 
 

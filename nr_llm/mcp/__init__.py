@@ -17,6 +17,14 @@ This module is the public face: what a site imports is named here.
 from .protocol.client import McpClient
 from .protocol.endpoint import Endpoint
 from .protocol.results import CallOutcome, ConnectionReport
+from .wire.connection import ConnectionSettings
 from .wire.errors import McpTransportError
 
-__all__ = ["CallOutcome", "ConnectionReport", "Endpoint", "McpClient", "McpTransportError"]
+__all__ = [
+    "CallOutcome",
+    "ConnectionReport",
+    "ConnectionSettings",
+    "Endpoint",
+    "McpClient",
+    "McpTransportError",
+]

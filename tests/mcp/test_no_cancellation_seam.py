@@ -55,6 +55,7 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
             "resolver",  # host name to addresses (the system's by default; tests map names)
             "ca_bundle",  # the authorities to trust instead of certifi's
             "keepalive_seconds",  # how long a connection idles in the pool before reuse (0: off)
+            "connection",  # the four above as one ConnectionSettings value (not both)
             "result_limits",  # the caps on a tool's answer, per block and in all (content.py)
         ],
         "ping": ["self", "endpoint"],

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.oauth import OAuthLegs
 from nr_llm.mcp.wire.deadline import OperationDeadline
 
@@ -61,9 +61,11 @@ def test_the_oauth_legs_use_the_same_trust(mock, tmp_path) -> None:
     legs = OAuthLegs(
         "demo",
         OperationDeadline(10, FakeClock(), "demo"),
-        allow_private_networks=False,
-        resolver=lambda host, port: ["93.184.216.34"],
-        ca_bundle=str(tmp_path / "missing.pem"),
+        ConnectionSettings(
+            allow_private_networks=False,
+            resolver=lambda host, port: ["93.184.216.34"],
+            ca_bundle=str(tmp_path / "missing.pem"),
+        ),
     )
     with legs, pytest.raises(Exception) as caught:
         legs.get("https://auth.test/.well-known/oauth-authorization-server", "authorization server metadata")
@@ -77,4 +79,14 @@ def test_a_ca_bundle_given_as_a_path_is_used_as_a_path(tmp_path) -> None:
     """McpClient(ca_bundle=Path(...)) keeps the file's name (requests would read a Path as
     'verify: yes' and trust certifi instead)."""
     bundle = tmp_path / "ca.pem"
-    assert McpClient(ca_bundle=bundle).ca_bundle == str(bundle)
+    assert McpClient(ca_bundle=bundle).connection.ca_bundle == str(bundle)
+
+
+def test_a_client_takes_its_connection_whole_or_in_parts_never_both() -> None:
+    """McpClient(connection=...) keeps the value it is given; the four keywords build the same
+    value; given both, the client refuses rather than silently dropping one of them."""
+    whole = ConnectionSettings(allow_private_networks=True, keepalive_seconds=0)
+    assert McpClient(connection=whole).connection is whole
+    assert McpClient(allow_private_networks=True, keepalive_seconds=0).connection == whole
+    with pytest.raises(TypeError):
+        McpClient(connection=whole, ca_bundle="/etc/ca.pem")

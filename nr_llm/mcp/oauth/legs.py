@@ -22,10 +22,10 @@ from urllib.parse import quote, urlsplit
 
 from ..wire import legs as leg_machine
 from ..wire import telemetry, text
+from ..wire.connection import ConnectionSettings
 from ..wire.deadline import OperationDeadline
 from ..wire.errors import McpTransportError
-from ..wire.hostgate import Resolver, refuse_private, resolve, split_target
-from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
+from ..wire.hostgate import refuse_private, resolve, split_target
 from ..wire.sealed import Sealed, SealedBytes
 
 if TYPE_CHECKING:
@@ -87,20 +87,15 @@ class OAuthLegs:
         self,
         server: str,
         deadline: OperationDeadline,
+        connection: ConnectionSettings,
         *,
-        allow_private_networks: bool,
         session_factory: SessionFactory | None = None,
-        resolver: Resolver | None = None,
-        ca_bundle: str | None = None,
-        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
     ) -> None:
         self.server = server
         self.deadline = deadline
-        self.allow_private_networks = allow_private_networks
+        self.connection = connection
+        self.allow_private_networks = connection.allow_private_networks
         self._session_factory = session_factory
-        self._resolver = resolver
-        self._ca_bundle = ca_bundle
-        self._keepalive_seconds = keepalive_seconds
         self._machine: leg_machine.LegMachine | None = None
         # One lookup per host and operation: every leg to it dials what was judged once.
         self._addresses: dict[tuple[str, int], tuple[str, ...]] = {}
@@ -189,8 +184,8 @@ class OAuthLegs:
                 url,
                 self.server,
                 self.deadline.wait_seconds(),
-                self._resolver,
-                remember_seconds=self._keepalive_seconds,
+                self.connection.resolver,
+                remember_seconds=self.connection.keepalive_seconds,
             )
             if not self.allow_private_networks:
                 refuse_private(found, self.server)
@@ -211,12 +206,7 @@ class OAuthLegs:
     def _open(self) -> leg_machine.LegMachine:
         if self._machine is None:
             factory = self._session_factory or leg_machine.default_session
-            self._machine = leg_machine.LegMachine(
-                factory(),
-                allow_private_networks=self.allow_private_networks,
-                ca_bundle=self._ca_bundle,
-                keepalive_seconds=self._keepalive_seconds,
-            )
+            self._machine = leg_machine.LegMachine(factory(), self.connection)
         return self._machine
 
     def _answer(self, reading: Reading, expect_json: bool) -> Answer:

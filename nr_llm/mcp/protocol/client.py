@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from ..oauth import OperationTokens, SystemWallClock, WallClock
+from ..wire.connection import ConnectionSettings
 from ..wire.deadline import Clock, MonotonicClock, OperationDeadline
 from ..wire.errors import McpTransportError
 from ..wire.hostgate import Resolver, refuse_private, resolve
@@ -99,21 +100,31 @@ class McpClient:
         resolver: Resolver | None = None,
         ca_bundle: str | os.PathLike[str] | None = None,
         keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
+        connection: ConnectionSettings | None = None,
         result_limits: ContentLimits = DEFAULT_LIMITS,
     ) -> None:
-        """``resolver`` maps a host name and port to the addresses to dial (the system's
-        ``getaddrinfo`` by default; tests map names to loopback), for MCP and OAuth legs alike.
-        ``ca_bundle`` is a PEM file of the authorities to trust instead of the certificates
-        ``requests`` ships (certifi); the environment's REQUESTS_CA_BUNDLE is never read.
-        ``keepalive_seconds``: how long a connection may idle in the process's pool before a
-        later leg to the same origin reuses it (pool.py); 0 gives every leg a new connection.
+        """How the client connects is one value, ``connection`` (wire/connection.py says what
+        each part means), handed whole to every leg, MCP and OAuth alike; the keywords
+        ``allow_private_networks``, ``resolver``, ``ca_bundle`` and ``keepalive_seconds`` build
+        it when it is not given (with it, they must be left out).
         ``result_limits``: the caps on a tool's answer (content.py)."""
         self.result_limits = result_limits
-        self.allow_private_networks = allow_private_networks
-        self.keepalive_seconds = keepalive_seconds
-        self.resolver = resolver
-        # A str: requests reads a Path as a mere truthy value, and would trust certifi instead.
-        self.ca_bundle = None if ca_bundle is None else os.fspath(ca_bundle)
+        if connection is None:
+            connection = ConnectionSettings(
+                allow_private_networks=allow_private_networks,
+                # A str: requests reads a Path as a mere truthy value, and would trust certifi instead.
+                ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
+                keepalive_seconds=keepalive_seconds,
+                resolver=resolver,
+            )
+        elif (allow_private_networks, resolver, ca_bundle, keepalive_seconds) != (
+            False,
+            None,
+            None,
+            DEFAULT_KEEPALIVE_SECONDS,
+        ):
+            raise TypeError("McpClient: give either connection or its parts as keywords, not both.")
+        self.connection = connection
         # Epoch seconds for OAuth token expiry, which is absolute so it survives a restart.
         self.wall: WallClock = wall or SystemWallClock()
         self.clock: Clock = clock or MonotonicClock()
@@ -342,7 +353,8 @@ class McpClient:
         deadline = OperationDeadline(endpoint.budget_seconds, self.clock, endpoint.identifier)
         # These refusals come before any session exists: nothing is sent, nothing attached.
         credential_headers = auth_headers(endpoint)
-        if not self.allow_private_networks:
+        connection = self.connection
+        if not connection.allow_private_networks:
             refuse_clear_text(endpoint, bool(credential_headers) or endpoint.oauth is not None)
         # The lookup spends the operation's budget like a leg does; an answer as young as the
         # idle-connection limit is used again (hostgate.py: why that is safe).
@@ -350,10 +362,10 @@ class McpClient:
             endpoint.url,
             endpoint.identifier,
             deadline.wait_seconds(),
-            self.resolver,
-            remember_seconds=self.keepalive_seconds,
+            connection.resolver,
+            remember_seconds=connection.keepalive_seconds,
         )
-        if not self.allow_private_networks:
+        if not connection.allow_private_networks:
             refuse_private(addresses, endpoint.identifier)
         tokens = None
         if endpoint.oauth is not None:
@@ -362,12 +374,9 @@ class McpClient:
                 endpoint.url,
                 endpoint.oauth,
                 deadline,
-                allow_private_networks=self.allow_private_networks,
+                connection,
                 wall=self.wall,
                 session_factory=self.session_factory,
-                resolver=self.resolver,
-                ca_bundle=self.ca_bundle,
-                keepalive_seconds=self.keepalive_seconds,
                 secrets=secrets,
             )
         session = self.session_factory()
@@ -382,11 +391,9 @@ class McpClient:
                     session,
                     self.clock,
                     auth_headers=credential_headers,
-                    allow_private_networks=self.allow_private_networks,
+                    connection=connection,
                     addresses=addresses,
                     authorizer=tokens,
-                    ca_bundle=self.ca_bundle,
-                    keepalive_seconds=self.keepalive_seconds,
                     secrets=secrets,
                 ),
                 deadline,

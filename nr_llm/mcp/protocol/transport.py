@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..oauth import parse_challenge
+from ..wire.connection import ConnectionSettings
 from ..wire.deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
 from ..wire.errors import ChallengeError, McpTransportError
 from ..wire.eventstream import EventStreamDecoder
 from ..wire.legs import LegMachine, Peer, Reading, Unanswered
-from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
 from ..wire.redaction import Secrets
 from ..wire.sealed import Sealed
 from ..wire.text import NAME_LIMIT, clean
@@ -154,11 +154,9 @@ class Transport:
         clock: Clock,
         *,
         auth_headers: dict[str, str],
-        allow_private_networks: bool,
+        connection: ConnectionSettings,
         addresses: list[str],
         authorizer: OperationTokens | None = None,
-        ca_bundle: str | None = None,
-        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
         secrets: Secrets | None = None,
     ) -> None:
         self.endpoint = endpoint
@@ -166,13 +164,7 @@ class Transport:
         self.secrets = secrets or Secrets()
         self.server = endpoint.identifier
         self._peer = Peer(endpoint.identifier)
-        self._legs = LegMachine(
-            session,
-            allow_private_networks=allow_private_networks,
-            ca_bundle=ca_bundle,
-            clock=clock,
-            keepalive_seconds=keepalive_seconds,
-        )
+        self._legs = LegMachine(session, connection, clock=clock)
         self._clock = clock
         self.auth_headers = auth_headers
         self._addresses = tuple(addresses)

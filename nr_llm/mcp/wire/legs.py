@@ -41,10 +41,11 @@ import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 from urllib3.util.ssl_match_hostname import CertificateError
 
+from .connection import ConnectionSettings
 from .deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
 from .errors import McpTransportError
 from .headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, HeaderFlood
-from .pool import DEFAULT_KEEPALIVE_SECONDS, process_pool
+from .pool import process_pool
 from .text import clean
 from .watchdog import POOL_CLASSES, Delivery, LegWatchdog, RefusedPeer
 
@@ -185,23 +186,22 @@ class Reading:
 
 class LegMachine:
     """Sends the legs of one operation over one hardened ``requests`` session, on connections
-    of the process's idle pool (pool.py) kept at most ``keepalive_seconds`` between legs."""
+    of the process's idle pool (pool.py) kept at most ``keepalive_seconds`` between legs (all
+    of how it connects is one value, connection.py)."""
 
     def __init__(
         self,
         session: requests.Session,
+        connection: ConnectionSettings,
         *,
-        allow_private_networks: bool,
-        ca_bundle: str | None = None,
         clock: Clock | None = None,
-        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
     ) -> None:
         # Direct, watched, a 3xx never read: the rules every leg's session follows.
         self.session = harden(session)
         self._clock = clock
-        self.allow_private_networks = allow_private_networks
-        self.ca_bundle = ca_bundle
-        self.keepalive_seconds = keepalive_seconds
+        self.allow_private_networks = connection.allow_private_networks
+        self.ca_bundle = connection.ca_bundle
+        self.keepalive_seconds = connection.keepalive_seconds
         self.sent = 0  # legs sent, for callers that report what an operation cost
 
     def close(self) -> None:
