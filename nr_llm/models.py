@@ -9,8 +9,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator, URLValidator
 from django.db import models
 
-from . import credentials
 from .conf import conf
+from .servers import credentials
 from .vocabulary import (
     AuthPlacement as AuthPlacement,
 )

@@ -9,9 +9,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from nr_llm.catalogue import ImportProgress, import_catalogue
-from nr_llm.endpoints import mcp_client
 from nr_llm.mcp import McpClient
 from nr_llm.models import ImportStatus, McpTool
+from nr_llm.servers.endpoints import mcp_client
 from tests.peers import sdk_server
 
 from . import catalogue_peers

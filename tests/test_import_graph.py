@@ -13,7 +13,7 @@ The layers, lowest first (docs: README, "Layout"):
 0. ``nr_llm.mcp``: the protocol client (its rooms: tests/mcp/test_layers.py).
 1. vocabulary and settings: ``vocabulary``, ``conf``, ``own_transaction``; ``observability``
    (request completion: settings only).
-2. persistence: ``credentials``, the models.
+2. persistence: ``servers.credentials``, the models.
 3. services: everything not named in another layer (forms too: the admin and the
    servers' configuration file validate with them).
 4. entry points: admin, views, urls, management commands, checks, ``apps``.
@@ -91,7 +91,7 @@ def layer(module: str) -> int:
         return 0
     if module in _SETTINGS or parts[:2] == ["nr_llm", "observability"]:
         return 1
-    if module == "nr_llm.credentials" or parts[-1] == "models":
+    if module == "nr_llm.servers.credentials" or parts[-1] == "models":
         return 2
     if parts[-1] in _ENTRY_POINTS or parts[:2] == ["nr_llm", "management"]:
         return 4

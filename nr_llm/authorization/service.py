@@ -22,7 +22,6 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from .. import credentials
 from ..conf import conf
 from ..mcp.oauth import (
     Challenge,
@@ -45,6 +44,7 @@ from ..mcp.wire.deadline import MonotonicClock, OperationDeadline
 from ..mcp.wire.errors import McpTransportError
 from ..mcp.wire.text import clean
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
+from ..servers import credentials
 from .models import OAuthGrantRecord, PendingAuthorization
 from .store import DatabaseGrantStore
 

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError
 
-from .. import credentials
 from ..conf import conf
-from ..credentials import CredentialUnavailable
 from ..mcp.wire.text import clean, encodable
 from ..own_transaction import caller_blocks_own_transaction, relaxed, run_in_own_transaction
+from ..servers import credentials
+from ..servers.credentials import CredentialUnavailable
 from .models import ToolCall, ToolCallStatus
 
 if TYPE_CHECKING:

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from ..conf import conf
-from ..credentials import CredentialUnavailable
 from ..governance import ceiling as ceilings
 from ..mcp.wire.telemetry import ENABLED, clip, current, fail, masked, noted, tracer
 from ..models import McpServer
+from ..servers.credentials import CredentialUnavailable
 from .results import ToolResult
 
 if ENABLED:

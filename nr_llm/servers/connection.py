@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .authorization import runtime as authorization
+from ..authorization import runtime as authorization
+from ..mcp import ConnectionReport
+from ..mcp.wire.redaction import redact
+from ..models import McpServer
 from .endpoints import endpoint_for, mcp_client
-from .mcp import ConnectionReport
-from .mcp.wire.redaction import redact
-from .models import McpServer
 
 
 @dataclass(frozen=True)

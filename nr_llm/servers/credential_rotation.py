@@ -23,8 +23,8 @@ from typing import Any
 from django.db import models, transaction
 from django.db.models import Q
 
+from ..models import McpServer, OAuthGrantRecord, PendingAuthorization, ToolCall
 from . import credentials
-from .models import McpServer, OAuthGrantRecord, PendingAuthorization, ToolCall
 
 # Per model: the encrypted fields, and how a row is named in the report.
 _ENCRYPTED: list[tuple[type[models.Model], tuple[str, ...], str]] = [

@@ -11,14 +11,14 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from nr_llm.endpoints import endpoint_for, mcp_client
-from nr_llm.health import HealthRecorder
 from nr_llm.mcp import McpTransportError
 from nr_llm.models import ImportStatus, McpServer
 from nr_llm.own_transaction import settle
+from nr_llm.servers.endpoints import endpoint_for, mcp_client
+from nr_llm.servers.health import HealthRecorder
 
-from .factories import McpServerFactory
-from .peers import sdk_server
+from ..factories import McpServerFactory
+from ..peers import sdk_server
 
 pytestmark = pytest.mark.django_db
 STAMP = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)

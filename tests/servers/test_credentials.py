@@ -3,11 +3,11 @@ import logging
 import pytest
 from django.test import override_settings
 
-from nr_llm import credentials
-from nr_llm.credentials import CredentialUnavailable
-from nr_llm.endpoints import endpoint_for
+from nr_llm.servers import credentials
+from nr_llm.servers.credentials import CredentialUnavailable
+from nr_llm.servers.endpoints import endpoint_for
 
-from .factories import McpServerFactory
+from ..factories import McpServerFactory
 
 SECRET = "s3cr3t-token-VALUE-42"
 KEY_A = "key-a-0123456789abcdef"

@@ -10,16 +10,16 @@ from django.urls import reverse
 from nr_llm import tools
 from nr_llm.authorization.store import DatabaseGrantStore
 from nr_llm.catalogue import import_catalogue
-from nr_llm.connection import test_connection
 from nr_llm.governance.ledger import preview_of
 from nr_llm.mcp.oauth import Grant
 from nr_llm.mcp.oauth.store import ClientRegistration
 from nr_llm.mcp.wire.redaction import MASK, redact
 from nr_llm.models import McpServer, ToolCall
+from nr_llm.servers.connection import test_connection
 from tests.peers import running
 
-from .admin_clients import messages_of, post_action
-from .factories import McpServerFactory, McpToolFactory
+from ..admin_clients import messages_of, post_action
+from ..factories import McpServerFactory, McpToolFactory
 
 SECRET = "tok-echoed-ABCDEF-123456"
 ACCESS_TOKEN = "at-echoed-0a1b2c3d4e5f6a7b"

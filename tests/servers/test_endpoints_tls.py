@@ -15,12 +15,12 @@ from django.urls import reverse
 
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
-from nr_llm.endpoints import endpoint_for, mcp_client
 from nr_llm.models import McpTool
+from nr_llm.servers.endpoints import endpoint_for, mcp_client
 from tests.tls import TestAuthority, peer_log, sdk_server_tls, tls_adversary
 
-from .admin_clients import messages_of, post_action
-from .factories import McpServerFactory, McpToolFactory
+from ..admin_clients import messages_of, post_action
+from ..factories import McpServerFactory, McpToolFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db]
 CHANGELIST = reverse("admin:nr_llm_mcpserver_changelist")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import cast
 
-from .conf import conf
+from ..conf import conf
+from ..mcp import Endpoint, McpClient
+from ..mcp.protocol.endpoint import AuthPlacement
+from ..models import McpServer
 from .credentials import CredentialUnavailable
 from .health import HealthRecorder
-from .mcp import Endpoint, McpClient
-from .mcp.protocol.endpoint import AuthPlacement
-from .models import McpServer
 
 
 def endpoint_for(server: McpServer) -> Endpoint:
@@ -52,7 +52,7 @@ def _oauth_endpoint(server: McpServer) -> Endpoint:
     """The bearer token comes from the stored grant (``Endpoint.oauth``), renewed as needed."""
     # Imported here: the authorization package's store imports the models this module's
     # callers are still loading.
-    from .authorization.service import oauth_settings
+    from ..authorization.service import oauth_settings
 
     try:
         settings = oauth_settings(server)

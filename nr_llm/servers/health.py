@@ -26,9 +26,9 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from .mcp.protocol.endpoint import Endpoint
-from .models import McpServer
-from .own_transaction import hand_over
+from ..mcp.protocol.endpoint import Endpoint
+from ..models import McpServer
+from ..own_transaction import hand_over
 
 logger = logging.getLogger("nr_llm.health")
 
