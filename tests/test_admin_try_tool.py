@@ -6,8 +6,8 @@ import pytest
 from django.urls import reverse
 
 from nr_llm.catalogue import import_catalogue
+from nr_llm.catalogue.trial import try_tool
 from nr_llm.models import McpServer, McpTool
-from nr_llm.tool_trial import try_tool
 
 from . import catalogue_peers
 from .admin_clients import csrf_checking_client, staff_client

@@ -10,8 +10,8 @@ from nr_llm import tools
 from nr_llm.catalogue import MAX_RAW_PART_BYTES, enable_tools, import_catalogue, review
 from nr_llm.models import DEFINITION_CHANGED, McpTool
 
-from .factories import McpServerFactory
-from .fakes import FakeClient, tool
+from ..factories import McpServerFactory
+from ..fakes import FakeClient, tool
 
 pytestmark = pytest.mark.django_db
 

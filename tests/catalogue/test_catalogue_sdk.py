@@ -12,10 +12,10 @@ from nr_llm.catalogue import ImportProgress, import_catalogue
 from nr_llm.mcp import McpClient
 from nr_llm.models import ImportStatus, McpTool
 from nr_llm.servers.endpoints import mcp_client
+from tests import catalogue_peers
 from tests.peers import sdk_server
 
-from . import catalogue_peers
-from .factories import McpServerFactory
+from ..factories import McpServerFactory
 
 # Shared fixtures, registered in this module under their own names.
 small_catalogue_url = catalogue_peers.small_catalogue_url

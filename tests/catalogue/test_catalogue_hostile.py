@@ -6,8 +6,8 @@ import pytest
 from nr_llm.catalogue import MAX_DESCRIPTION, import_catalogue
 from nr_llm.models import ImportStatus, McpServer, McpTool
 
-from .factories import McpServerFactory, McpToolFactory
-from .fakes import FakeClient, tool
+from ..factories import McpServerFactory, McpToolFactory
+from ..fakes import FakeClient, tool
 
 pytestmark = pytest.mark.django_db
 

@@ -4,11 +4,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from nr_llm.catalogue import _SYNCED_FIELDS, import_catalogue
+from nr_llm.catalogue import import_catalogue
+from nr_llm.catalogue.imports import _SYNCED_FIELDS
 from nr_llm.models import McpTool
 
-from .factories import McpServerFactory
-from .fakes import FakeClient, tool
+from ..factories import McpServerFactory
+from ..fakes import FakeClient, tool
 
 pytestmark = pytest.mark.django_db
 

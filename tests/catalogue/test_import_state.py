@@ -4,10 +4,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from nr_llm import import_state
+from nr_llm.catalogue import import_state
 from nr_llm.models import ImportStatus, ImportTaskState, McpServer
 
-from .factories import McpServerFactory
+from ..factories import McpServerFactory
 
 NOW = datetime(2026, 5, 6, 12, 0, 0, tzinfo=UTC)
 

@@ -13,8 +13,8 @@ from django.db import connection, connections, transaction
 from nr_llm.catalogue import import_catalogue
 from nr_llm.models import McpServer, McpTool
 
-from .factories import McpServerFactory
-from .fakes import FakeClient, tool
+from ..factories import McpServerFactory
+from ..fakes import FakeClient, tool
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -1,7 +1,7 @@
 """Import service: refusals, skips and reconciliation, on catalogues shaped by a fake client.
 
 What a real server does (500 tools over 50 pages, a spent budget) is in
-tests/test_catalogue_sdk.py against the official SDK server.
+tests/catalogue/test_catalogue_sdk.py against the official SDK server.
 """
 
 from datetime import timedelta
@@ -14,8 +14,8 @@ from nr_llm.catalogue import ImportProgress, ImportReport, import_catalogue
 from nr_llm.mcp import McpTransportError
 from nr_llm.models import ImportStatus, McpTool
 
-from .factories import McpServerFactory, McpToolFactory
-from .fakes import FakeClient, tool
+from ..factories import McpServerFactory, McpToolFactory
+from ..fakes import FakeClient, tool
 
 pytestmark = pytest.mark.django_db
 
@@ -251,7 +251,7 @@ def test_the_callers_server_instance_reflects_the_outcome():
 
 def test_upsert_updates_a_changed_tool_and_keeps_a_disabled_one_disabled():
     """A changed description/schema of a disabled tool is written, and it stays disabled (an
-    enabled one's change is held for review: tests/test_catalogue_pins.py)."""
+    enabled one's change is held for review: tests/catalogue/test_catalogue_pins.py)."""
     server = McpServerFactory.create(identifier="demo")
     import_catalogue(server, client=FakeClient([tool("echo", description="v1")]))
     schema = {"type": "object", "properties": {"x": {"type": "integer"}}}

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from .models import ImportStatus, ImportTaskState, McpServer
+from ..models import ImportStatus, ImportTaskState, McpServer
 
 logger = logging.getLogger("nr_llm.import_state")
 

@@ -27,8 +27,8 @@ from nr_llm.catalogue import (
 from nr_llm.mcp import McpTransportError
 from nr_llm.models import DEFINITION_CHANGED, McpServer, McpTool
 
-from .factories import McpServerFactory
-from .fakes import FakeClient, tool
+from ..factories import McpServerFactory
+from ..fakes import FakeClient, tool
 
 pytestmark = pytest.mark.django_db
 
