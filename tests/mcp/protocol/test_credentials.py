@@ -6,7 +6,7 @@ import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 
-from .scripted import URL, ScriptedServer
+from ..scripted import URL, ScriptedServer
 
 SECRET = "s3cr3t-token-value"
 

@@ -11,7 +11,7 @@ import responses
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.content import ContentLimits
 
-from .scripted import URL, FakeClock, ScriptedServer
+from ..scripted import URL, FakeClock, ScriptedServer
 
 
 def _call(

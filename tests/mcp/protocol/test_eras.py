@@ -17,7 +17,7 @@ import responses
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.eras import EraCache, cache_key
 
-from .scripted import URL, FakeClock, ScriptedServer, Seen
+from ..scripted import URL, FakeClock, ScriptedServer, Seen
 
 MODERN = "2026-07-28"
 KEY = cache_key(URL)

@@ -10,7 +10,7 @@ import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 
-from .scripted import URL, ScriptedServer
+from ..scripted import URL, ScriptedServer
 
 
 @dataclass

@@ -12,7 +12,7 @@ from nr_llm.mcp.wire.deadline import (
     OperationDeadline,
 )
 
-from .scripted import FakeClock
+from ..scripted import FakeClock
 
 
 def test_first_grant_is_the_whole_budget() -> None:

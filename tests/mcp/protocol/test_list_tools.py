@@ -9,7 +9,7 @@ import pytest
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.client import MAX_PAGES
 
-from .scripted import URL, ScriptedServer
+from ..scripted import URL, ScriptedServer
 
 
 def _walk(

@@ -13,7 +13,7 @@ from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.eras import EraCache, cache_key, lifetime_seconds
 from nr_llm.mcp.protocol.param_headers import encode_value, param_headers
 
-from .scripted import URL, FakeClock, ScriptedServer
+from ..scripted import URL, FakeClock, ScriptedServer
 from .test_eras import MODERN, _discover
 
 SCHEMA = {

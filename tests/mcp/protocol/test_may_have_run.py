@@ -13,7 +13,7 @@ from nr_llm.mcp.protocol.resend import may_have_run
 from tests.peers import running
 from tests.tls import TestAuthority, tls_client
 
-from .scripted import URL, FakeClock, ScriptedServer
+from ..scripted import URL, FakeClock, ScriptedServer
 
 JSON = {"Content-Type": "application/json"}
 

@@ -11,7 +11,7 @@ from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.oauth import OAuthLegs
 from nr_llm.mcp.wire.deadline import OperationDeadline
 
-from .scripted import FakeClock
+from ..scripted import FakeClock
 
 PACKAGE = Path(__file__).resolve().parents[2] / "nr_llm"
 

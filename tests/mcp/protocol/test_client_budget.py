@@ -8,7 +8,7 @@ import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 
-from .scripted import URL, FakeClock, ScriptedServer
+from ..scripted import URL, FakeClock, ScriptedServer
 
 
 def _client(clock: FakeClock) -> McpClient:

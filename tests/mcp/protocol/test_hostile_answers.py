@@ -10,7 +10,7 @@ import pytest
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.wire.eventstream import EventStreamDecoder
 
-from .scripted import URL, ScriptedServer
+from ..scripted import URL, ScriptedServer
 
 JSON = {"Content-Type": "application/json"}
 SSE = {"Content-Type": "text/event-stream"}
