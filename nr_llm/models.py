@@ -9,15 +9,17 @@ from typing import Any
 
 from django.db import models
 
+from . import vocabulary
 from .servers.models import McpServer
-from .vocabulary import (
-    AuthPlacement,
-    DataClass,
-    ImportStatus,
-    ImportTaskState,
-    OAuthGrantType,
-    OAuthRegistration,
-)
+
+# The choices are defined in vocabulary.py (conf and checks read them too); named here as well,
+# where they were first defined.
+AuthPlacement = vocabulary.AuthPlacement
+DataClass = vocabulary.DataClass
+ImportStatus = vocabulary.ImportStatus
+ImportTaskState = vocabulary.ImportTaskState
+OAuthGrantType = vocabulary.OAuthGrantType
+OAuthRegistration = vocabulary.OAuthRegistration
 
 #: Why an import disabled an enabled tool (catalogue.py); the admin and ``execute`` say it.
 DEFINITION_CHANGED = "definition changed since it was enabled"
