@@ -187,7 +187,7 @@ def test_the_try_page_runs_the_same_bounded_check_as_execute(admin_client):
     with the same sentence execute() gives, and nothing is sent (generous bound for a loaded machine)."""
     import time
 
-    from nr_llm.arguments import argument_problems
+    from nr_llm.tools.arguments import argument_problems
 
     schema = {"type": "object", "properties": {"text": {"type": "string", "pattern": "(x+x+)+y"}}}
     tool = McpToolFactory.create(enabled=True, input_schema=schema)

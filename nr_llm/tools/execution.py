@@ -28,7 +28,6 @@ from typing import Any, Protocol
 
 from django.utils import timezone
 
-from ..arguments import checked_arguments, refusal_text
 from ..authorization import runtime as authorization
 from ..governance import ceiling as ceilings
 from ..governance import decisions, ledger
@@ -43,6 +42,7 @@ from ..models import DEFINITION_CHANGED, McpTool
 from ..servers import credentials
 from ..servers.endpoints import endpoint_for, mcp_client
 from . import telemetry
+from .arguments import checked_arguments, refusal_text
 from .registry import LocalTool, local_tool
 from .results import ToolResult, ToolStatus
 from .threads import refuse_in_event_loop

@@ -308,7 +308,7 @@ def _pattern(value: object, at: str) -> str:
     if _has_invisible(value):
         raise SchemaRefused(f'"pattern" at {_where(at)} contains control or format characters')
     # Compiled by both engines that read it: Python's re (jsonschema's schema check) and regex
-    # (the bounded match, nr_llm/arguments.py), after re's parse showed regex can compile it fast.
+    # (the bounded match, nr_llm/tools/arguments.py), after re's parse showed regex can compile it fast.
     try:
         expansion = _expansion(_sre_parser.parse(value))
         if expansion > MAX_REPEAT_EXPANSION:

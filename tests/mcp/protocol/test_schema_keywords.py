@@ -174,7 +174,7 @@ def test_a_hostile_schema_is_refused_quickly(schema, reason):
 
 def test_a_catastrophic_backtracking_pattern_is_kept_and_items_false_is_a_schema():
     """A pattern that backtracks catastrophically is a valid pattern: kept (its matching is bounded
-    by nr_llm.arguments); ``items: false`` (no items allowed) is a boolean schema, kept."""
+    by nr_llm.tools.arguments); ``items: false`` (no items allowed) is a boolean schema, kept."""
     schema = {
         "type": "object",
         "properties": {

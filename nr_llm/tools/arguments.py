@@ -28,7 +28,7 @@ from jsonschema.exceptions import SchemaError, UnknownType, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
 
-from .mcp.wire.text import clean
+from ..mcp.wire.text import clean
 
 MAX_PROBLEMS = 10
 #: Characters of one problem as a model or an operator reads it (a message quotes the value).

@@ -2,8 +2,8 @@
 
 import json
 
-from nr_llm.arguments import MAX_PROBLEMS, argument_problems, argument_template
 from nr_llm.forms import TryToolForm
+from nr_llm.tools.arguments import MAX_PROBLEMS, argument_problems, argument_template
 
 SCHEMA = {
     "type": "object",
@@ -166,7 +166,7 @@ def test_patterns_and_reliable_formats_are_checked_and_others_left_to_the_server
 
 def test_a_problem_quoting_a_huge_value_is_clipped():
     """A message quotes the value; a model-sized value is clipped to PROBLEM_CHARS."""
-    from nr_llm.arguments import PROBLEM_CHARS
+    from nr_llm.tools.arguments import PROBLEM_CHARS
 
     schema = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 3}}}
     (problem,) = argument_problems(schema, {"text": "y" * 100_000})
@@ -176,7 +176,7 @@ def test_a_problem_quoting_a_huge_value_is_clipped():
 def test_a_null_is_read_as_not_given_only_where_the_server_would_refuse_it():
     """Dropped: a null for an optional property that does not accept null, at any depth. Kept: a
     null for a required property (a problem) and for one that accepts null."""
-    from nr_llm.arguments import checked_arguments
+    from nr_llm.tools.arguments import checked_arguments
 
     schema = {
         "type": "object",
