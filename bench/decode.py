@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.decode [--rounds 7]
 
-``nr_llm.mcp.text.loads`` (every answer's decoder, jsonrpc.decode) against the floor,
+``nr_llm.mcp.wire.text.loads`` (every answer's decoder, jsonrpc.decode) against the floor,
 ``json.loads`` of the same bytes: a tool answer of 2 KB, a 500-tool catalogue page (~1 MB, the
 shape of tests/peers/sdk_server.py's generated tools) and a 2 MiB body at the size cap, each as
 text and as bytes, without a surrogate (the usual case: one scan, no walk) and with one lone
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from nr_llm.mcp.text import loads
+from nr_llm.mcp.wire.text import loads
 
 
 def _answer(text_chars: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nr_llm.mcp.eventstream import EventStreamDecoder  # noqa: E402
+from nr_llm.mcp.wire.eventstream import EventStreamDecoder  # noqa: E402
 
 
 def _ours(chunks: list[bytes]) -> int:

@@ -36,11 +36,11 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext, override_settings  # noqa: E402
 
 from nr_llm.catalogue import CatalogueClient, import_catalogue  # noqa: E402
-from nr_llm.endpoints import endpoint_for, mcp_client  # noqa: E402
 from nr_llm.mcp import Endpoint  # noqa: E402
-from nr_llm.mcp.names import local_name  # noqa: E402
-from nr_llm.mcp.schema import normalise_schema  # noqa: E402
+from nr_llm.mcp.protocol.names import local_name  # noqa: E402
+from nr_llm.mcp.protocol.schema import normalise_schema  # noqa: E402
 from nr_llm.models import DataClass, McpServer, McpTool  # noqa: E402
+from nr_llm.servers.endpoints import endpoint_for, mcp_client  # noqa: E402
 from tests.peers import sdk_server  # noqa: E402
 
 

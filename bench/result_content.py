@@ -1,4 +1,4 @@
-"""Benchmark: what shaping a tool's answer costs (nr_llm/mcp/content.py), against the floor, in one run.
+"""Benchmark: what shaping a tool's answer costs (mcp/protocol/content.py), against the floor, in one run.
 
     .venv/bin/python -m bench.result_content [--rounds 7] [--ops 200]
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import jsonschema
 
-from nr_llm.mcp.content import outcome_of
+from nr_llm.mcp.protocol.content import outcome_of
 
 ROWS_SCHEMA = {
     "type": "object",

@@ -3,10 +3,10 @@
     .venv/bin/python -m bench.schema_losses [--rounds 200]
 
 Losses: each schema of tests/schema_corpus.py through the first rule (the normaliser before
-migration 0007, ``nr_llm.mcp.schema_v1.first_rule``) and through the current one, then offered
+migration 0007, ``nr_llm.mcp.protocol.schema_v1.first_rule``) and through the current one, then offered
 in every format (``nr_llm.tools.offering``); counted by ``tests.schema_corpus.lost_keywords``.
 
-Cost: ``nr_llm.arguments.argument_problems`` (schema check, bounded patterns, reliable formats)
+Cost: ``nr_llm.tools.arguments.argument_problems`` (schema check, bounded patterns, reliable formats)
 against the floor, a plain ``Draft202012Validator(schema).iter_errors`` with no schema check,
 no bound and no formats, on the same arguments (``{}``: the required ones missing), median µs.
 """
@@ -27,9 +27,9 @@ def main() -> None:
     django.setup()
     from jsonschema import Draft202012Validator
 
-    from nr_llm.arguments import argument_problems
-    from nr_llm.mcp.schema import normalise_schema
-    from nr_llm.mcp.schema_v1 import first_rule
+    from nr_llm.mcp.protocol.schema import normalise_schema
+    from nr_llm.mcp.protocol.schema_v1 import first_rule
+    from nr_llm.tools.arguments import argument_problems
     from nr_llm.tools.offering import offered_schema
     from nr_llm.tools.strict import NotStrict, strict_schema
     from tests.schema_corpus import CORPUS, lost_keywords

@@ -40,7 +40,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from nr_llm.mcp import Endpoint, McpClient  # noqa: E402
-from nr_llm.mcp.transport import Transport  # noqa: E402
+from nr_llm.mcp.protocol.transport import Transport  # noqa: E402
 from tests.peers import sdk_server  # noqa: E402
 
 MODES = ("floor (no API)", "API, no SDK", "SDK recording")

@@ -88,11 +88,11 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
 
     from bench.wan import NAME, floor
     from nr_llm import tools
-    from nr_llm.endpoints import endpoint_for
-    from nr_llm.health import HealthRecorder
     from nr_llm.mcp import McpClient
-    from nr_llm.mcp.pool import process_pool
+    from nr_llm.mcp.wire.pool import process_pool
     from nr_llm.models import DataClass, McpServer, McpTool
+    from nr_llm.servers.endpoints import endpoint_for
+    from nr_llm.servers.health import HealthRecorder
     from tests.peers import running
     from tests.tls import TestAuthority, sdk_server_tls
 

@@ -45,8 +45,8 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nr_llm.mcp import Endpoint, McpClient  # noqa: E402
-from nr_llm.mcp.hostgate import resolve, system_resolver  # noqa: E402
-from nr_llm.mcp.pool import DEFAULT_KEEPALIVE_SECONDS, process_pool  # noqa: E402
+from nr_llm.mcp.wire.hostgate import resolve, system_resolver  # noqa: E402
+from nr_llm.mcp.wire.pool import DEFAULT_KEEPALIVE_SECONDS, process_pool  # noqa: E402
 from tests.peers.named import named_session  # noqa: E402
 from tests.tls import TestAuthority, sdk_server_tls  # noqa: E402
 

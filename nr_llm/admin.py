@@ -21,14 +21,15 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from . import admin_columns as columns
-from . import catalogue, connection, tasks, tool_trial
+from . import catalogue, tasks
 from .authorization import columns as authorization_columns
 from .authorization import service as authorization_service
 from .authorization import views as authorization_views
+from .catalogue import trial as tool_trial
 from .forms import McpServerForm, McpToolForm, TryToolForm
 from .governance import admin as governance_admin  # registers Tool calls and Approvals
 from .models import DEFINITION_CHANGED, AuthPlacement, McpServer, McpTool
-from .servers import readiness
+from .servers import connection, readiness
 
 STYLES = {"all": ["nr_llm/admin.css"]}
 

@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 from django.utils.timesince import timesince
 
-from .import_state import stalled
+from .catalogue.import_state import stalled
 from .mcp import ConnectionReport
 from .models import AuthPlacement, DataClass, ImportStatus, ImportTaskState
 from .servers.readiness import Hold

@@ -12,6 +12,7 @@ from django.core.checks import CheckMessage, Error
 from django.core.checks import register as register_check
 
 from .conf import DEFAULT_REQUEST_EVENTS, parse_lifetime, parse_retention_days, parse_timeout
+from .vocabulary import DataClass
 
 _MISSING = object()
 
@@ -142,8 +143,6 @@ def check_public_base_url(**kwargs: Any) -> list[CheckMessage]:
 
 
 def check_governance(**kwargs: Any) -> list[CheckMessage]:
-    from .models import DataClass  # the models load after the checks module
-
     errors: list[CheckMessage] = []
     preview = getattr(settings, "NR_LLM_TOOL_CALL_PREVIEW_CHARS", _MISSING)
     if preview is not _MISSING and (not isinstance(preview, int) or isinstance(preview, bool) or preview < 0):
@@ -226,8 +225,6 @@ def ca_bundle_problem(raw: object) -> str:
 
 
 def check_telemetry(**kwargs: Any) -> list[CheckMessage]:
-    from .models import DataClass  # the models load after the checks module
-
     capture = getattr(settings, "NR_LLM_OTEL_CAPTURE_CONTENT", None)
     if capture in (None, "") or capture in DataClass.values:
         return []
@@ -260,7 +257,7 @@ def check_completion_middleware_is_last(**kwargs: Any) -> list[CheckMessage]:
 
 
 def check_tool_result_limits(**kwargs: Any) -> list[CheckMessage]:
-    """The caps on a tool's answer (nr_llm/mcp/content.py): whole numbers of bytes above 0."""
+    """The caps on a tool's answer (nr_llm/mcp/protocol/content.py): whole numbers of bytes above 0."""
     errors: list[CheckMessage] = []
     for name, check_id in (
         ("NR_LLM_TOOL_RESULT_BLOCK_BYTES", "nr_llm.E050"),

@@ -12,11 +12,13 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
-from .mcp.content import DEFAULT_BLOCK_BYTES, DEFAULT_TOTAL_BYTES, ContentLimits
+from .mcp import ConnectionSettings
+from .mcp.protocol.content import DEFAULT_BLOCK_BYTES, DEFAULT_TOTAL_BYTES, ContentLimits
 
 # The protocol client's own default (it runs without Django too): below gunicorn's 2 s
-# keep-alive, uvicorn's 5 s and nginx's 75 s (nr_llm/mcp/pool.py says why).
-from .mcp.pool import DEFAULT_KEEPALIVE_SECONDS
+# keep-alive, uvicorn's 5 s and nginx's 75 s (nr_llm/mcp/wire/pool.py says why).
+from .mcp.wire.pool import DEFAULT_KEEPALIVE_SECONDS
+from .vocabulary import DataClass
 
 DEFAULT_OPERATION_TIMEOUT = 20.0
 # How long a server's protocol era is remembered when it gives no ttlMs (docs/mcp-client.md).
@@ -126,6 +128,16 @@ class Settings:
         return str(raw) if isinstance(raw, str | os.PathLike) and str(raw) else None
 
     @property
+    def MCP_CONNECTION(self) -> ConnectionSettings:
+        """How every leg connects (private networks, trust, idle connections), as the one value
+        the protocol client takes: the only place it is built from this site's settings."""
+        return ConnectionSettings(
+            allow_private_networks=self.MCP_ALLOW_PRIVATE_NETWORKS,
+            ca_bundle=self.MCP_CA_BUNDLE,
+            keepalive_seconds=self.MCP_KEEPALIVE_SECONDS,
+        )
+
+    @property
     def CREDENTIAL_KEYS(self) -> list[str]:
         """Keys for credentials at rest; the first encrypts, all decrypt (rotation)."""
         keys = getattr(django_settings, "NR_LLM_CREDENTIAL_KEYS", None)
@@ -152,7 +164,7 @@ class Settings:
 
     @property
     def TOOL_RESULT_LIMITS(self) -> ContentLimits:
-        """The caps on a tool's answer: per block, and for the whole answer (nr_llm/mcp/content.py)."""
+        """The caps on a tool's answer: per block, and for the whole answer (mcp/protocol/content.py)."""
         block = _positive_int(getattr(django_settings, "NR_LLM_TOOL_RESULT_BLOCK_BYTES", None))
         total = _positive_int(getattr(django_settings, "NR_LLM_TOOL_RESULT_TOTAL_BYTES", None))
         return ContentLimits(block or DEFAULT_BLOCK_BYTES, total or DEFAULT_TOTAL_BYTES)
@@ -180,8 +192,6 @@ class Settings:
     @property
     def DATA_CLASS_CEILING(self) -> str:
         """The highest data class a caller's tools may see when it names no ceiling itself."""
-        from .models import DataClass  # the models import this module
-
         raw = getattr(django_settings, "NR_LLM_DATA_CLASS_CEILING", None)
         if raw is None or raw == "":
             return DEFAULT_DATA_CLASS_CEILING
@@ -191,8 +201,6 @@ class Settings:
     def OTEL_CAPTURE_CONTENT(self) -> str:
         """The highest data class whose tool arguments and results may be span attributes
         (docs/telemetry.md); "" (unset, empty or not a data class) captures none."""
-        from .models import DataClass  # the models import this module
-
         raw = getattr(django_settings, "NR_LLM_OTEL_CAPTURE_CONTENT", "")
         return raw if isinstance(raw, str) and raw in DataClass.values else ""
 

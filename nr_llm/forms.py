@@ -7,9 +7,9 @@ from typing import Any
 
 from django import forms
 
-from . import credentials
-from .arguments import argument_problems, argument_template
 from .models import McpServer, McpTool
+from .servers import credentials
+from .tools.arguments import argument_problems, argument_template
 
 
 class WriteOnlyTextarea(forms.Textarea):

@@ -15,8 +15,7 @@ from typing import Any, Literal
 
 import django
 
-from . import import_state
-from .catalogue import ImportReport, import_catalogue
+from .catalogue import ImportReport, import_catalogue, import_state
 from .governance.retention import prune
 from .models import McpServer
 

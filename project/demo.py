@@ -222,9 +222,9 @@ def _seed(config: DemoConfig, oauth: OAuthSecrets) -> tuple[str, int]:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from nr_llm import credentials
     from nr_llm.authorization.service import redirect_uri
     from nr_llm.models import AuthPlacement, DataClass, McpServer, OAuthGrantType, OAuthRegistration
+    from nr_llm.servers import credentials
 
     call_command("migrate", verbosity=0)
     password = _kept_token(config.var_dir / "demo-admin-password", 12)

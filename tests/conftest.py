@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp.eras import process_cache
-from nr_llm.mcp.hostgate import ANSWERS
-from nr_llm.mcp.pool import process_pool
+from nr_llm.mcp.protocol.eras import process_cache
+from nr_llm.mcp.wire.hostgate import ANSWERS
+from nr_llm.mcp.wire.pool import process_pool
 from tests.e2e.chromium import ALLOW_SKIP, INSTALL_COMMAND, SKIP_MARK
 from tests.oauth_peers import oauth_peers
 from tests.tls import tls

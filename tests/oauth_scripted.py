@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp import ConnectionSettings
 from nr_llm.mcp.oauth import OAuthSettings, OperationTokens
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
 
 
 @dataclass(frozen=True)
@@ -189,4 +190,6 @@ def operation_tokens(
     """The token side of one operation, as the client builds it, on the real clocks (the
     scripted parties are on 127.0.0.1, so private networks are allowed)."""
     deadline = OperationDeadline(budget, MonotonicClock(), server)
-    return OperationTokens(server, mcp_url, settings, deadline, allow_private_networks=True)
+    return OperationTokens(
+        server, mcp_url, settings, deadline, ConnectionSettings(allow_private_networks=True)
+    )

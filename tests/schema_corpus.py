@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nr_llm.mcp.schema import COUNTS, NUMBERS, SUBSCHEMA_LIST, SUBSCHEMA_ONE
+from nr_llm.mcp.protocol.schema import COUNTS, NUMBERS, SUBSCHEMA_LIST, SUBSCHEMA_ONE
 
 _STR = {"type": "string"}
 

@@ -6,8 +6,8 @@ import pytest
 from django.urls import reverse
 
 from nr_llm.catalogue import import_catalogue
+from nr_llm.catalogue.trial import try_tool
 from nr_llm.models import McpServer, McpTool
-from nr_llm.tool_trial import try_tool
 
 from . import catalogue_peers
 from .admin_clients import csrf_checking_client, staff_client
@@ -187,7 +187,7 @@ def test_the_try_page_runs_the_same_bounded_check_as_execute(admin_client):
     with the same sentence execute() gives, and nothing is sent (generous bound for a loaded machine)."""
     import time
 
-    from nr_llm.arguments import argument_problems
+    from nr_llm.tools.arguments import argument_problems
 
     schema = {"type": "object", "properties": {"text": {"type": "string", "pattern": "(x+x+)+y"}}}
     tool = McpToolFactory.create(enabled=True, input_schema=schema)

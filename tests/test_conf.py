@@ -53,7 +53,7 @@ def test_unusable_era_cache_lifetime_falls_back_to_ten_minutes(raw):
 
 def test_the_app_client_gets_the_configured_era_lifetime():
     """mcp_client() passes the setting into the Django-free client."""
-    from nr_llm.endpoints import mcp_client
+    from nr_llm.servers.endpoints import mcp_client
 
     with override_settings(NR_LLM_MCP_ERA_CACHE_SECONDS=42):
         assert mcp_client().era_cache_seconds == 42.0
@@ -75,10 +75,28 @@ def test_unusable_keepalive_falls_back_to_one_and_a_half_seconds(raw):
 
 def test_the_app_client_gets_the_configured_keepalive():
     """mcp_client() passes the idle limit into the Django-free client."""
-    from nr_llm.endpoints import mcp_client
+    from nr_llm.servers.endpoints import mcp_client
 
     with override_settings(NR_LLM_MCP_KEEPALIVE_SECONDS=0):
-        assert mcp_client().keepalive_seconds == 0.0
+        assert mcp_client().connection.keepalive_seconds == 0.0
+
+
+def test_the_connection_settings_are_one_value_built_from_the_settings(tmp_path):
+    """conf.MCP_CONNECTION carries the private-network policy, the CA bundle and the idle
+    limit as one frozen value, and the app's client and OAuth legs get exactly that value."""
+    from nr_llm.authorization.service import _legs
+    from nr_llm.mcp import ConnectionSettings
+    from nr_llm.models import McpServer
+    from nr_llm.servers.endpoints import mcp_client
+
+    bundle = str(tmp_path / "ca.pem")
+    with override_settings(
+        NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS=True, NR_LLM_MCP_CA_BUNDLE=bundle, NR_LLM_MCP_KEEPALIVE_SECONDS=3
+    ):
+        expected = ConnectionSettings(allow_private_networks=True, ca_bundle=bundle, keepalive_seconds=3.0)
+        assert expected == conf.MCP_CONNECTION
+        assert mcp_client().connection == expected
+        assert _legs(McpServer(identifier="demo", url="https://mcp.example/mcp")).connection == expected
 
 
 @pytest.mark.parametrize(

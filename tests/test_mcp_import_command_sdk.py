@@ -1,7 +1,7 @@
 """``manage.py mcp_import`` against the official Python SDK server on 127.0.0.1.
 
 A small paged catalogue (10 tools, 3 per page) keeps these quick; the 500-tool walk is
-tests/test_catalogue_sdk.py's.
+tests/catalogue/test_catalogue_sdk.py's.
 """
 
 import io

@@ -16,8 +16,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from nr_llm import credentials
 from nr_llm.models import McpServer
+from nr_llm.servers import credentials
 from tests.peers import ROOT
 
 from .factories import McpServerFactory

@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from nr_llm.mcp import telemetry
 from nr_llm.mcp.oauth.legs import OAuthLegs
-from nr_llm.mcp.transport import Transport
+from nr_llm.mcp.protocol import telemetry
+from nr_llm.mcp.protocol.transport import Transport
 from nr_llm.tools import execution
 from tests.peers import ROOT, sdk_server
 
@@ -33,9 +33,10 @@ BLOCKED = textwrap.dedent(
     import django
 
     django.setup()
-    from nr_llm.mcp import Endpoint, McpClient, telemetry
+    from nr_llm.mcp import Endpoint, McpClient
+    from nr_llm.mcp.protocol import telemetry
     from nr_llm.mcp.oauth.legs import OAuthLegs
-    from nr_llm.mcp.transport import Transport
+    from nr_llm.mcp.protocol.transport import Transport
     from nr_llm.tools import execution
 
     assert telemetry.ENABLED is False

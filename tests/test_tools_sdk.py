@@ -139,7 +139,7 @@ class DeletingCaller:
 
     def call_tool(self, endpoint, name, arguments=None, *, input_schema=None):
         McpServer.objects.filter(identifier=endpoint.identifier).delete()
-        from nr_llm.endpoints import mcp_client
+        from nr_llm.servers.endpoints import mcp_client
 
         return mcp_client().call_tool(endpoint, name, arguments, input_schema=input_schema)
 

@@ -22,10 +22,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from .. import credentials
 from ..conf import conf
-from ..mcp.deadline import MonotonicClock, OperationDeadline
-from ..mcp.errors import McpTransportError
 from ..mcp.oauth import (
     Challenge,
     ClientConfig,
@@ -43,8 +40,11 @@ from ..mcp.oauth import (
 )
 from ..mcp.oauth.grants import revoke
 from ..mcp.oauth.scopes import union
-from ..mcp.text import clean
+from ..mcp.wire.deadline import MonotonicClock, OperationDeadline
+from ..mcp.wire.errors import McpTransportError
+from ..mcp.wire.text import clean
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
+from ..servers import credentials
 from .models import OAuthGrantRecord, PendingAuthorization
 from .store import DatabaseGrantStore
 
@@ -136,9 +136,7 @@ def _legs(server: McpServer) -> OAuthLegs:
     return OAuthLegs(
         server.identifier,
         OperationDeadline(server.budget_seconds, MonotonicClock(), server.identifier),
-        allow_private_networks=conf.MCP_ALLOW_PRIVATE_NETWORKS,
-        ca_bundle=conf.MCP_CA_BUNDLE,
-        keepalive_seconds=conf.MCP_KEEPALIVE_SECONDS,
+        conf.MCP_CONNECTION,
     )
 
 

@@ -39,13 +39,13 @@ from typing import Any, TypeVar
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from .. import credentials
-from ..mcp.deadline import MINIMUM_LEG_SECONDS, OperationDeadline
-from ..mcp.errors import AuthorizationError, McpTransportError
 from ..mcp.oauth import ClientRegistration, Grant
 from ..mcp.oauth.store import ServerLocks, lock_wait_seconds, wait_exhausted
+from ..mcp.wire.deadline import MINIMUM_LEG_SECONDS, OperationDeadline
+from ..mcp.wire.errors import AuthorizationError, McpTransportError
 from ..models import McpServer
 from ..own_transaction import run_in_own_transaction
+from ..servers import credentials
 from .models import OAuthGrantRecord
 
 T = TypeVar("T")

@@ -27,8 +27,8 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from .. import admin_columns
-from ..credentials import CredentialUnavailable
 from ..models import McpServer, McpTool
+from ..servers.credentials import CredentialUnavailable
 from ..tools import resume
 from . import columns, decisions, filters, ledger, paging, summary, visible
 from .ceiling import label

@@ -27,7 +27,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..conf import conf
-from ..mcp.text import clean
+from ..mcp.wire.text import clean
 from . import ledger
 from .ledger import LedgerUnavailable, WallClock
 from .models import PENDING, ToolCall, ToolCallStatus

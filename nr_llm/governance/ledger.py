@@ -14,7 +14,7 @@ other runs and the lost row is logged at ERROR (``execution.py``).
 An outcome write cannot leave a row ``running``: what cannot be kept of the outcome (an
 answer the keys cannot encrypt, a write the database refuses) is dropped, and the row is
 ended with what is known. A call that may have run (its request was written and no answer
-proves the server refused it, ``nr_llm.mcp.resend.may_have_run``) is ``failed`` with an error
+proves the server refused it, ``nr_llm.mcp.protocol.resend.may_have_run``) is ``failed`` with an error
 kind ``may_have_run:<kind>``, never a plain failure.
 """
 
@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError
 
-from .. import credentials
 from ..conf import conf
-from ..credentials import CredentialUnavailable
-from ..mcp.text import clean, encodable
+from ..mcp.wire.text import clean, encodable
 from ..own_transaction import caller_blocks_own_transaction, relaxed, run_in_own_transaction
+from ..servers import credentials
+from ..servers.credentials import CredentialUnavailable
 from .models import ToolCall, ToolCallStatus
 
 if TYPE_CHECKING:

@@ -1,9 +1,30 @@
 """The MCP protocol client. Imports nothing from Django, so it is testable without a
-database and reusable outside Django."""
+database and reusable outside Django.
 
-from .client import McpClient
-from .endpoint import Endpoint
-from .errors import McpTransportError
-from .results import CallOutcome, ConnectionReport
+Three rooms, imports one way only (tests/mcp/test_layers.py reads them):
 
-__all__ = ["CallOutcome", "ConnectionReport", "Endpoint", "McpClient", "McpTransportError"]
+- ``wire/``: HTTP. The leg machine, watchdog, idle pool, host gate, header and body caps,
+  event-stream decoding, sealing, the deadline and the error vocabulary. Imports nothing of
+  ``protocol`` or ``oauth``: it knows nothing of JSON-RPC.
+- ``oauth/``: MCP authorization (OAuth 2.1). Imports ``wire`` only.
+- ``protocol/``: the MCP conversations (client, eras, handshake, 2026 requests, resend rule,
+  JSON-RPC, schema, content, results). Imports ``wire``, and ``oauth`` only through the
+  package's public face (``nr_llm.mcp.oauth``), never its modules.
+
+This module is the public face: what a site imports is named here.
+"""
+
+from .protocol.client import McpClient
+from .protocol.endpoint import Endpoint
+from .protocol.results import CallOutcome, ConnectionReport
+from .wire.connection import ConnectionSettings
+from .wire.errors import McpTransportError
+
+__all__ = [
+    "CallOutcome",
+    "ConnectionReport",
+    "ConnectionSettings",
+    "Endpoint",
+    "McpClient",
+    "McpTransportError",
+]

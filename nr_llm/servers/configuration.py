@@ -27,11 +27,11 @@ from typing import Any, Literal
 from django.db import IntegrityError, transaction
 from django.forms.models import model_to_dict
 
-from .. import catalogue, credentials
+from .. import catalogue
 from ..catalogue import ImportReport
 from ..forms import McpServerForm
 from ..models import McpServer, McpTool
-from . import readiness
+from . import credentials, readiness
 
 #: The fields a configuration may set, as the model (and the admin's form) names them.
 FIELDS = tuple(name for name in McpServerForm.Meta.fields if name != "identifier")

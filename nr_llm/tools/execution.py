@@ -28,20 +28,21 @@ from typing import Any, Protocol
 
 from django.utils import timezone
 
-from .. import credentials
-from ..arguments import checked_arguments, refusal_text
 from ..authorization import runtime as authorization
-from ..endpoints import endpoint_for, mcp_client
 from ..governance import ceiling as ceilings
 from ..governance import decisions, ledger
 from ..governance.decisions import DecisionRefused
 from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp import CallOutcome, Endpoint, McpTransportError, content, resend
-from ..mcp.redaction import redact
-from ..mcp.text import clean, encodable
+from ..mcp import CallOutcome, Endpoint, McpTransportError
+from ..mcp.protocol import content, resend
+from ..mcp.wire.redaction import redact
+from ..mcp.wire.text import clean, encodable
 from ..models import DEFINITION_CHANGED, McpTool
+from ..servers import credentials
+from ..servers.endpoints import endpoint_for, mcp_client
 from . import telemetry
+from .arguments import checked_arguments, refusal_text
 from .registry import LocalTool, local_tool
 from .results import ToolResult, ToolStatus
 from .threads import refuse_in_event_loop

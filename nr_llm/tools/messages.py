@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from ..mcp.content import data_url
-from ..mcp.results import Block
+from ..mcp.protocol.content import data_url
+from ..mcp.protocol.results import Block
 from .results import ToolResult
 
 MessageFormat = Literal["openai", "openai-responses", "anthropic"]

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from django.db.models import F, Q, QuerySet
 
 from ..governance import ceiling as ceilings
-from ..mcp.schema import SchemaRefused, normalise_schema
+from ..mcp.protocol.schema import SchemaRefused, normalise_schema
 from ..models import McpTool
 from .registry import local_tool, local_tool_names, local_tools
 from .strict import NotStrict, strict_schema

@@ -3,7 +3,7 @@
 Strict mode constrains the model's sampling to the schema, and accepts only a subset of JSON
 Schema (OpenAI's Structured Outputs guide, "Supported schemas"): every object lists its
 properties, sets ``additionalProperties: false`` and requires every property (an optional one
-is made nullable, and ``nr_llm.arguments`` reads a null for it back as "not given"); only the
+is made nullable, and ``nr_llm.tools.arguments`` reads a null for it back as "not given"); only the
 keywords in ``STRICT_KEYWORDS``; at most ten levels of nesting; the root is an object, not an
 ``anyOf``. A schema outside that is offered non-strict with the reason logged: never dropped,
 never made "strict" by removing what the server asked for.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..mcp.text import clean
+from ..mcp.wire.text import clean
 
 #: The keywords strict mode supports (description: an annotation it reads).
 STRICT_KEYWORDS = frozenset(

@@ -3,7 +3,7 @@ their async twins), per the GenAI semantic conventions' execute_tool span
 (semantic-conventions-genai v0.1.0, status Development; docs/telemetry.md).
 
 An entry point takes it with one line, ``@telemetry.traced("execute")``; the MCP requests the
-call makes are CLIENT spans under it (``nr_llm/mcp/telemetry.py``). What only the call's code
+call makes are CLIENT spans under it (``nr_llm/mcp/wire/telemetry.py``). What only the call's code
 learns on the way (the catalogue row, the error kind) it hands over with ``describe`` and
 ``note_error``, each a no-op when nothing is traced.
 
@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from ..conf import conf
-from ..credentials import CredentialUnavailable
 from ..governance import ceiling as ceilings
-from ..mcp.telemetry import ENABLED, clip, current, fail, masked, noted, tracer
+from ..mcp.wire.telemetry import ENABLED, clip, current, fail, masked, noted, tracer
 from ..models import McpServer
+from ..servers.credentials import CredentialUnavailable
 from .results import ToolResult
 
 if ENABLED:

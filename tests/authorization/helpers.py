@@ -10,8 +10,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from nr_llm import credentials
 from nr_llm.models import McpServer, OAuthGrantRecord, PendingAuthorization
+from nr_llm.servers import credentials
 from tests.oauth_peers import OAuthPeers
 
 PUBLIC_BASE_URL = "http://127.0.0.1:8000"

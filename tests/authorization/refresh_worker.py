@@ -18,8 +18,9 @@ def main(identifier: str, start_at: float) -> None:
 
     django.setup()
     from nr_llm.authorization.service import oauth_settings
-    from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
+    from nr_llm.mcp import ConnectionSettings
     from nr_llm.mcp.oauth import OperationTokens
+    from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
     from nr_llm.models import McpServer
     from tests.oauth_peers import mcp_request
 
@@ -27,7 +28,9 @@ def main(identifier: str, start_at: float) -> None:
     settings = oauth_settings(server)
     time.sleep(max(start_at - time.time(), 0))
     deadline = OperationDeadline(server.budget_seconds, MonotonicClock(), identifier)
-    tokens = OperationTokens(identifier, server.url, settings, deadline, allow_private_networks=True)
+    tokens = OperationTokens(
+        identifier, server.url, settings, deadline, ConnectionSettings(allow_private_networks=True)
+    )
     try:
         token = tokens.bearer()
     finally:

@@ -16,11 +16,12 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import override_settings
 from django.urls import reverse
 
-from nr_llm import credentials, tools
+from nr_llm import tools
 from nr_llm.authorization import columns, service
 from nr_llm.authorization.store import DatabaseGrantStore
 from nr_llm.mcp.oauth import ClientRegistration, Grant
 from nr_llm.models import McpServer, McpTool, OAuthGrantRecord
+from nr_llm.servers import credentials
 from tests.authorization.helpers import SETTINGS, operator, pending_secrets, stored_record
 from tests.oauth_scripted import Peer, authorization_server, peer, protected_resource
 

@@ -20,10 +20,10 @@ import pytest
 from django.test import override_settings
 
 from nr_llm.authorization.store import DatabaseGrantStore
-from nr_llm.endpoints import endpoint_for
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.oauth import ClientConfig, Grant, GrantStore, MemoryGrantStore, OAuthSettings
 from nr_llm.mcp.oauth.store import ClientRegistration
+from nr_llm.servers.endpoints import endpoint_for
 from tests.authorization.helpers import SETTINGS, oauth_server
 from tests.oauth_peers import OAuthPeers
 from tests.peers.slow_answers import SlowAnswers

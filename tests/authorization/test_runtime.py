@@ -13,9 +13,9 @@ import pytest
 from nr_llm import tools
 from nr_llm.authorization import columns
 from nr_llm.catalogue import import_catalogue
-from nr_llm.endpoints import endpoint_for
-from nr_llm.mcp.errors import AuthorizationError, McpTransportError
+from nr_llm.mcp.wire.errors import AuthorizationError, McpTransportError
 from nr_llm.models import McpServer, McpTool, OAuthGrantRecord
+from nr_llm.servers.endpoints import endpoint_for
 from tests.fakes import FakeClient
 
 pytestmark = pytest.mark.django_db(transaction=True)

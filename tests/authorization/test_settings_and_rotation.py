@@ -7,10 +7,10 @@ from django.core.management import call_command
 from django.test import override_settings
 from django.urls import reverse
 
-from nr_llm import credentials
 from nr_llm.authorization.store import DatabaseGrantStore
 from nr_llm.checks import check_public_base_url
 from nr_llm.models import McpServer, OAuthGrantRecord, PendingAuthorization
+from nr_llm.servers import credentials
 from tests.admin_clients import messages_of
 from tests.authorization.helpers import SETTINGS, oauth_server, operator, press_connect
 from tests.oauth_peers import OAuthPeers, mcp_request

@@ -25,9 +25,9 @@ from django.test import override_settings
 from nr_llm.authorization import store as store_module
 from nr_llm.authorization.service import oauth_settings
 from nr_llm.authorization.store import DatabaseGrantStore
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.errors import AuthorizationError, McpTransportError
 from nr_llm.mcp.oauth import ClientRegistration, Grant
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.errors import AuthorizationError, McpTransportError
 from nr_llm.models import McpServer, OAuthGrantRecord
 from tests.authorization.helpers import (
     PUBLIC_BASE_URL,

@@ -16,9 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from nr_llm.mcp import Endpoint
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.errors import AuthorizationError
+from nr_llm.mcp import ConnectionSettings, Endpoint
 from nr_llm.mcp.oauth import (
     ClientConfig,
     MemoryGrantStore,
@@ -29,6 +27,8 @@ from nr_llm.mcp.oauth import (
     parse_challenge,
     start_authorization,
 )
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.errors import AuthorizationError
 
 if TYPE_CHECKING:
     from tests.conformance.client import Run
@@ -111,7 +111,7 @@ def connect(run: Run, endpoint: Endpoint, required: AuthorizationError) -> None:
     wall = SystemWallClock()
     deadline = OperationDeadline(endpoint.budget_seconds, MonotonicClock(), endpoint.identifier)
     previous = settings.store.load(endpoint.identifier)
-    with OAuthLegs(endpoint.identifier, deadline, allow_private_networks=True) as legs:
+    with OAuthLegs(endpoint.identifier, deadline, ConnectionSettings(allow_private_networks=True)) as legs:
         started = start_authorization(
             legs,
             endpoint.url,

@@ -3,7 +3,7 @@
 With ``NR_LLM_CONFORMANCE_THROUGH=django`` in its environment the driver configures Django
 (``tests.settings``, a throwaway SQLite database migrated in a temp folder), enters the
 scenario's server as an ``McpServer`` row the way the admin form would (secrets only as
-``nr_llm.credentials`` tokens), and calls the tools through ``endpoints.endpoint_for`` and
+``nr_llm.servers.credentials`` tokens), and calls the tools through ``endpoints.endpoint_for`` and
 ``mcp_client()``, so the grant lives in ``DatabaseGrantStore`` and ``client_config(server)``
 decides how the client authenticates. An operator's Connect is the service's own
 ``start_connect`` and ``finish_connect`` around auth.py's browser step.
@@ -57,8 +57,8 @@ def configure() -> None:
 
 def server_for(run: Run) -> McpServer:
     """The row an operator would enter for this scenario (its context carries pre-registered credentials)."""
-    from nr_llm import credentials
     from nr_llm.models import AuthPlacement, DataClass, McpServer, OAuthGrantType, OAuthRegistration
+    from nr_llm.servers import credentials
 
     context = run.context
     client_id = context.get("client_id") or ""
@@ -109,8 +109,8 @@ def authorize_and(work: Callable[[Run], None], run: Run) -> None:
     configure()
     from django.contrib.auth import get_user_model
 
-    from nr_llm.endpoints import endpoint_for, mcp_client
     from nr_llm.models import OAuthGrantType
+    from nr_llm.servers.endpoints import endpoint_for, mcp_client
 
     server = server_for(run)
     operator = get_user_model().objects.create_user("operator", is_staff=True)

@@ -280,7 +280,7 @@ def test_a_worker_killed_mid_import_changes_nothing_and_the_import_runs_again(
                     == status_before
                 )
                 # Nobody can tell a dead worker from a slow one yet: it reads as running,
-                # until its budget has run out (tests/test_import_state.py).
+                # until its budget has run out (tests/catalogue/test_import_state.py).
                 assert changelist_imports(admin_client) == {"victim": "running"}
 
                 [(_, text)] = messages_of(

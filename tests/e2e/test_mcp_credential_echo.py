@@ -18,7 +18,7 @@ import pytest
 from nr_llm.mcp import Endpoint, McpTransportError
 from nr_llm.mcp.oauth import ClientConfig, Grant, MemoryGrantStore, OAuthSettings
 from nr_llm.mcp.oauth.store import ClientRegistration
-from nr_llm.mcp.redaction import MASK
+from nr_llm.mcp.wire.redaction import MASK
 from tests.tls import TestAuthority, tls_adversary, tls_client
 
 pytestmark = pytest.mark.e2e

@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from nr_llm.mcp import Endpoint, McpClient
-from nr_llm.mcp.eras import cache_key, process_cache
+from nr_llm.mcp.protocol.eras import cache_key, process_cache
 from tests.e2e.test_mcp_server_everything import EVERYTHING, PEERS
 from tests.peers import running, sdk_server
 

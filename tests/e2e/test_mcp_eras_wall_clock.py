@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp.eras import cache_key, process_cache
+from nr_llm.mcp.protocol.eras import cache_key, process_cache
 from tests.peers import running
 
 pytestmark = pytest.mark.e2e

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.oauth.legs import OAuthLegs
-from nr_llm.mcp.pool import process_pool
-from nr_llm.mcp.transport import LegMachine
-from nr_llm.mcp.watchdog import _WATCHMAN, WatchedHTTPSConnection
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.legs import LegMachine
+from nr_llm.mcp.wire.pool import process_pool
+from nr_llm.mcp.wire.watchdog import _WATCHMAN, WatchedHTTPSConnection
 from tests.tls import (
     TestAuthority,
     log_entries,
@@ -391,8 +391,10 @@ def test_oauth_legs_keep_their_connections_by_the_same_rules(tls: TestAuthority)
         metadata = f"https://auth.test:{port}/.well-known/oauth-authorization-server"
         for _ in range(2):
             deadline = OperationDeadline(BUDGET, MonotonicClock(), "oauth")
-            options: dict[str, Any] = {"resolver": resolve_test_names, "ca_bundle": str(tls.bundle)}
-            with OAuthLegs("oauth", deadline, allow_private_networks=True, **options) as legs:
+            connection = ConnectionSettings(
+                allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(tls.bundle)
+            )
+            with OAuthLegs("oauth", deadline, connection) as legs:
                 assert legs.get(metadata, "metadata").status == 405
         assert [entry["sni"] for entry in log_entries(log) if "sni" in entry] == ["auth.test"]
         assert process_pool().count() == 1

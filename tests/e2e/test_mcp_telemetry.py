@@ -17,7 +17,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
-from nr_llm.mcp.telemetry import DURATION_BUCKETS, DURATION_METRIC, MESSAGE_CHARS, session_digest
+from nr_llm.mcp.protocol.telemetry import DURATION_BUCKETS, DURATION_METRIC, session_digest
+from nr_llm.mcp.wire.telemetry import MESSAGE_CHARS
 from tests.catalogue_peers import closed_port_url
 from tests.otel import Otel, attributes_of, otel
 from tests.peers import running, sdk_server

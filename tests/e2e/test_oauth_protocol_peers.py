@@ -14,8 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.errors import AuthorizationError
+from nr_llm.mcp import ConnectionSettings
 from nr_llm.mcp.oauth import (
     ClientConfig,
     Grant,
@@ -27,6 +26,8 @@ from nr_llm.mcp.oauth import (
     client_credentials,
     refresh,
 )
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.errors import AuthorizationError
 from tests.oauth_peers import connect_on_legs, mcp_request
 
 pytestmark = pytest.mark.e2e
@@ -35,7 +36,11 @@ REDIRECT = "http://127.0.0.1:9/callback"  # loopback: the toolkit accepts any po
 
 
 def _legs(budget: float = 30) -> OAuthLegs:
-    return OAuthLegs("peer", OperationDeadline(budget, MonotonicClock(), "peer"), allow_private_networks=True)
+    return OAuthLegs(
+        "peer",
+        OperationDeadline(budget, MonotonicClock(), "peer"),
+        ConnectionSettings(allow_private_networks=True),
+    )
 
 
 def _connect(oauth_peers, config: ClientConfig, store: MemoryGrantStore) -> tuple[Grant, str]:
@@ -120,7 +125,11 @@ def test_expired_tokens_in_four_threads_cost_one_refresh_request(oauth_peers) ->
     def operation() -> None:
         deadline = OperationDeadline(30, MonotonicClock(), "peer")
         source = OperationTokens(
-            "peer", oauth_peers.mcp.url, OAuthSettings(config, store), deadline, allow_private_networks=True
+            "peer",
+            oauth_peers.mcp.url,
+            OAuthSettings(config, store),
+            deadline,
+            ConnectionSettings(allow_private_networks=True),
         )
         try:
             tokens.append(source.bearer())

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from opentelemetry.trace import SpanKind
 
-from nr_llm.mcp import Endpoint, McpClient
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.oauth import ClientConfig, MemoryGrantStore, OAuthLegs, OAuthSettings, refresh
 from nr_llm.mcp.oauth.tokens import SystemWallClock
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
 from tests.oauth_peers import connect_on_legs
 from tests.otel import Otel, attributes_of, otel
 
@@ -34,7 +34,7 @@ def test_every_oauth_leg_is_a_client_span_without_query_or_secret(otel: Otel, oa
     config = ClientConfig(redirect_uri=REDIRECT)
     store = MemoryGrantStore()
     deadline = OperationDeadline(30, MonotonicClock(), "peer")
-    with OAuthLegs("peer", deadline, allow_private_networks=True) as legs:
+    with OAuthLegs("peer", deadline, ConnectionSettings(allow_private_networks=True)) as legs:
         grant, url = connect_on_legs(legs, oauth_peers, config, store)
         renewed = refresh(legs, grant, config, SystemWallClock())
     spans = otel.spans()

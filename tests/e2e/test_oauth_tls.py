@@ -12,15 +12,15 @@ from dataclasses import replace
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.errors import McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.oauth import (
     ClientConfig,
     MemoryGrantStore,
     OAuthLegs,
     OAuthSettings,
 )
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.errors import McpTransportError
 from tests.oauth_peers import OAuthPeers, connect_on_legs, start_oauth_peers
 from tests.tls import TestAuthority, log_entries, names_session, peer_log, resolve_test_names, tls_adversary
 
@@ -81,7 +81,11 @@ def test_an_expired_token_is_refreshed_by_name_over_tls(tls: TestAuthority, tls_
     store = MemoryGrantStore()
     deadline = OperationDeadline(30, MonotonicClock(), "peer")
     legs = OAuthLegs(
-        "peer", deadline, allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(tls.bundle)
+        "peer",
+        deadline,
+        ConnectionSettings(
+            allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(tls.bundle)
+        ),
     )
     with legs, names_session(tls) as browser:
         grant, _ = connect_on_legs(legs, tls_peers, config, store, browser=browser)
@@ -105,9 +109,9 @@ def test_an_authorization_server_with_a_certificate_for_another_name_gets_no_req
         legs = OAuthLegs(
             "peer",
             OperationDeadline(10, MonotonicClock(), "peer"),
-            allow_private_networks=True,
-            resolver=resolve_test_names,
-            ca_bundle=str(tls.bundle),
+            ConnectionSettings(
+                allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(tls.bundle)
+            ),
         )
         with legs, pytest.raises(McpTransportError) as caught:
             legs.post_form(

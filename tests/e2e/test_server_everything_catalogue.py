@@ -8,8 +8,8 @@ import pytest
 
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
-from nr_llm.endpoints import endpoint_for, mcp_client
 from nr_llm.models import McpTool
+from nr_llm.servers.endpoints import endpoint_for, mcp_client
 from nr_llm.tools.offering import FORMATS
 from tests.factories import McpServerFactory
 from tests.peers import ROOT, running

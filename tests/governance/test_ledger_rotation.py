@@ -11,9 +11,9 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from nr_llm import credential_rotation, credentials
-from nr_llm.credential_rotation import rotate_stored_credentials
 from nr_llm.models import ToolCall, ToolCallStatus
+from nr_llm.servers import credential_rotation, credentials
+from nr_llm.servers.credential_rotation import rotate_stored_credentials
 
 from .helpers import FakeClock
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from nr_llm import credentials
 from nr_llm.governance import ledger
+from nr_llm.servers import credentials
 
 pytestmark = pytest.mark.django_db
 

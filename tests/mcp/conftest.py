@@ -5,8 +5,8 @@ from collections.abc import Iterator
 import pytest
 import responses
 
-from nr_llm.mcp import eras
-from nr_llm.mcp.eras import EraCache, cache_key
+from nr_llm.mcp.protocol import eras
+from nr_llm.mcp.protocol.eras import EraCache, cache_key
 
 from .scripted import URL, FakeClock
 

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.eras import cache_key, process_cache
-from nr_llm.mcp.hostgate import ANSWERS, resolve
 from nr_llm.mcp.oauth.store import MemoryGrantStore, ServerLocks
+from nr_llm.mcp.protocol.eras import cache_key, process_cache
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.hostgate import ANSWERS, resolve
 
 CHILD_SECONDS = 10.0
 

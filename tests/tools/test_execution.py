@@ -13,11 +13,12 @@ import pytest
 from django.db import OperationalError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from nr_llm import credentials, tools
-from nr_llm.credentials import CredentialUnavailable
+from nr_llm import tools
 from nr_llm.governance import ledger
 from nr_llm.mcp import McpTransportError
 from nr_llm.models import ToolCall, ToolCallStatus
+from nr_llm.servers import credentials
+from nr_llm.servers.credentials import CredentialUnavailable
 from tests.fakes import FakeClient
 from tests.governance.helpers import FakeClock, approver, count_ledger_queries, guarded_tool
 

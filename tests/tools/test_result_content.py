@@ -12,7 +12,7 @@ import pytest
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
 from nr_llm.governance import ledger
-from nr_llm.mcp.redaction import MASK
+from nr_llm.mcp.wire.redaction import MASK
 from nr_llm.models import McpServer, McpTool, ToolCall
 from tests.factories import McpServerFactory
 from tests.peers import running

@@ -6,10 +6,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from nr_llm import credentials, tools
+from nr_llm import tools
 from nr_llm.governance import ledger
 from nr_llm.mcp import McpTransportError
 from nr_llm.models import DataClass, McpServer, McpTool, ToolCall, ToolCallStatus
+from nr_llm.servers import credentials
 from tests.fakes import FakeClient
 from tests.governance.helpers import FakeClock, approver, count_ledger_queries, guarded_tool, row_of
 

@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from nr_llm import tools
-from nr_llm.arguments import argument_problems, without_optional_nulls
+from nr_llm.tools.arguments import argument_problems, without_optional_nulls
 from nr_llm.tools.strict import NotStrict, strict_schema
 
 SCHEMA: dict[str, Any] = {

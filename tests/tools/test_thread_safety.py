@@ -17,11 +17,11 @@ import requests
 
 from nr_llm import tools
 from nr_llm.authorization import store as store_module
-from nr_llm.endpoints import mcp_client
 from nr_llm.mcp import Endpoint
-from nr_llm.mcp.eras import cache_key, process_cache
-from nr_llm.mcp.pool import MAX_IDLE_PER_ORIGIN, Origin, process_pool
+from nr_llm.mcp.protocol.eras import cache_key, process_cache
+from nr_llm.mcp.wire.pool import MAX_IDLE_PER_ORIGIN, Origin, process_pool
 from nr_llm.models import McpTool, ToolCall, ToolCallStatus
+from nr_llm.servers.endpoints import mcp_client
 from nr_llm.tools import threads
 from tests.authorization.test_store import _expired_grant, _operation
 from tests.factories import McpServerFactory

@@ -18,8 +18,9 @@ from django.db import connection
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
 from nr_llm.governance import decisions, ledger
-from nr_llm.mcp import McpClient, eras
-from nr_llm.mcp.eras import EraCache
+from nr_llm.mcp import McpClient
+from nr_llm.mcp.protocol import eras
+from nr_llm.mcp.protocol.eras import EraCache
 from nr_llm.models import McpServer, McpTool
 from tests.factories import McpServerFactory
 from tests.fakes import FakeClient

@@ -18,9 +18,9 @@ from django.urls import NoReverseMatch, reverse
 
 from nr_llm import tools
 from nr_llm.conf import conf
-from nr_llm.credentials import CredentialUnavailable
 from nr_llm.governance import ceiling, ledger, visible
 from nr_llm.governance.models import ToolCall
+from nr_llm.servers.credentials import CredentialUnavailable
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from nr_llm.credential_rotation import rotate_stored_credentials
+from nr_llm.servers.credential_rotation import rotate_stored_credentials
 
 
 class Command(BaseCommand):

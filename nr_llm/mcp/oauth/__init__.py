@@ -3,7 +3,11 @@
 ``challenge`` reads a 401/403, ``discovery`` finds the authorization server, ``grants``
 obtains and renews tokens, ``identity`` says who the client is, ``store`` keeps the
 result behind a protocol the app implements, ``tokens`` gives an operation its bearer
-token, and ``legs`` is the only module here that sends anything.
+token, and ``legs`` is the only module here that sends anything (through the wire's leg
+machine).
+
+The rule: this package imports ``nr_llm.mcp.wire`` only, never ``nr_llm.mcp.protocol`` (nor
+Django). The protocol uses it through this module alone: what it needs is named here.
 """
 
 from .challenge import Challenge, parse_challenge

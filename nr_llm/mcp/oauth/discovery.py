@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import AuthorizationError, McpTransportError
+from ..wire.errors import AuthorizationError, McpTransportError
 from .challenge import Challenge, parse_challenge
 from .legs import Answer, OAuthLegs
 

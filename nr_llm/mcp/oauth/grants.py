@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from ..errors import AuthorizationError
-from ..text import clean
+from ..wire.errors import AuthorizationError
+from ..wire.text import clean
 from .discovery import Discovered, discover, nonempty, server_changed, server_metadata
 from .identity import ClientConfig, WallClock, authenticate, client_for, not_configured
 from .legs import OAuthLegs, vet_url

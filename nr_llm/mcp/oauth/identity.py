@@ -24,8 +24,8 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from ..errors import AuthorizationError
-from ..text import clean
+from ..wire.errors import AuthorizationError
+from ..wire.text import clean
 from .discovery import AuthorizationServer, nonempty, same_issuer
 from .legs import OAuthLegs
 from .sealed import Sealed, sealed

@@ -7,7 +7,7 @@ refused on a private address, the connection dialled to exactly the addresses ju
 Each leg runs under a watchdog of its own holding ITS host's vetted addresses: the MCP
 leg's watchdog pins the MCP server's addresses, so an exchange with an authorization
 server must never run inside it. The legs are sent by the client's one leg machine
-(transport.py: TLS identity and trust, watchdog, caps, redirect refusal, the exception
+(wire/legs.py: TLS identity and trust, watchdog, caps, redirect refusal, the exception
 map); this module vets, and reads JSON. Every leg is granted from the operation's one
 deadline.
 """
@@ -20,19 +20,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-# The module, not its names: transport.py imports the oauth package (its challenge parser)
-# while this module is first loaded, so its names are looked up when a leg is sent.
-from .. import resend, telemetry, text, transport
-from ..deadline import OperationDeadline
-from ..errors import McpTransportError
-from ..hostgate import Resolver, refuse_private, resolve, split_target
-from ..pool import DEFAULT_KEEPALIVE_SECONDS
-from ..sealed import Sealed, SealedBytes
+from ..wire import legs as leg_machine
+from ..wire import telemetry, text
+from ..wire.connection import ConnectionSettings
+from ..wire.deadline import OperationDeadline
+from ..wire.errors import McpTransportError
+from ..wire.hostgate import refuse_private, resolve, split_target
+from ..wire.sealed import Sealed, SealedBytes
 
 if TYPE_CHECKING:
     import requests
 
-    from ..transport import Reading
+    from ..wire.legs import Reading
 
 SessionFactory = Callable[[], "requests.Session"]
 
@@ -88,21 +87,16 @@ class OAuthLegs:
         self,
         server: str,
         deadline: OperationDeadline,
+        connection: ConnectionSettings,
         *,
-        allow_private_networks: bool,
         session_factory: SessionFactory | None = None,
-        resolver: Resolver | None = None,
-        ca_bundle: str | None = None,
-        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
     ) -> None:
         self.server = server
         self.deadline = deadline
-        self.allow_private_networks = allow_private_networks
+        self.connection = connection
+        self.allow_private_networks = connection.allow_private_networks
         self._session_factory = session_factory
-        self._resolver = resolver
-        self._ca_bundle = ca_bundle
-        self._keepalive_seconds = keepalive_seconds
-        self._machine: transport.LegMachine | None = None
+        self._machine: leg_machine.LegMachine | None = None
         # One lookup per host and operation: every leg to it dials what was judged once.
         self._addresses: dict[tuple[str, int], tuple[str, ...]] = {}
 
@@ -168,7 +162,7 @@ class OAuthLegs:
 
         return self._open().send(
             self.deadline,
-            transport.Peer(self.server, what),
+            leg_machine.Peer(self.server, what),
             method,
             url,
             read,
@@ -176,7 +170,7 @@ class OAuthLegs:
             body=body,
             addresses=addresses,
             # A metadata GET may go twice; a token or registration POST only if it never left.
-            repeatable=resend.repeatable(method, None),
+            repeatable=leg_machine.idempotent(method),
         )
 
     def _vetted(self, url: str, what: str) -> tuple[str, ...]:
@@ -190,8 +184,8 @@ class OAuthLegs:
                 url,
                 self.server,
                 self.deadline.wait_seconds(),
-                self._resolver,
-                remember_seconds=self._keepalive_seconds,
+                self.connection.resolver,
+                remember_seconds=self.connection.keepalive_seconds,
             )
             if not self.allow_private_networks:
                 refuse_private(found, self.server)
@@ -209,15 +203,10 @@ class OAuthLegs:
         self._addresses[target] = tuple(found)
         return self._addresses[target]
 
-    def _open(self) -> transport.LegMachine:
+    def _open(self) -> leg_machine.LegMachine:
         if self._machine is None:
-            factory = self._session_factory or transport.default_session
-            self._machine = transport.LegMachine(
-                factory(),
-                allow_private_networks=self.allow_private_networks,
-                ca_bundle=self._ca_bundle,
-                keepalive_seconds=self._keepalive_seconds,
-            )
+            factory = self._session_factory or leg_machine.default_session
+            self._machine = leg_machine.LegMachine(factory(), self.connection)
         return self._machine
 
     def _answer(self, reading: Reading, expect_json: bool) -> Answer:

@@ -3,7 +3,7 @@ so no frame of ours holds one in a readable form."""
 
 from __future__ import annotations
 
-from ..sealed import Sealed
+from ..wire.sealed import Sealed
 from .legs import Answer
 
 __all__ = ["Sealed", "sealed"]

@@ -20,8 +20,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..deadline import MINIMUM_LEG_SECONDS, OperationDeadline
-from ..errors import McpTransportError
+from ..wire.deadline import MINIMUM_LEG_SECONDS, OperationDeadline
+from ..wire.errors import McpTransportError
 from .discovery import covers
 
 # Token endpoint client authentication methods (RFC 7591 §2, RFC 7523 §2.2).

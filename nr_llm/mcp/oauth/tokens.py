@@ -37,13 +37,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..deadline import OperationDeadline
-from ..errors import AuthorizationError, ChallengeError, McpTransportError
-from ..hostgate import Resolver
-from ..pool import DEFAULT_KEEPALIVE_SECONDS
-from ..redaction import Secrets
+from ..wire.connection import ConnectionSettings
+from ..wire.deadline import OperationDeadline
+from ..wire.errors import AuthorizationError, ChallengeError, McpTransportError
+from ..wire.redaction import Secrets
 from .discovery import confirm_issuer, same_issuer
 from .grants import client_credentials, refresh
 from .identity import ClientConfig, WallClock, not_configured
@@ -85,13 +83,10 @@ class OperationTokens:
         mcp_url: str,
         settings: OAuthSettings,
         deadline: OperationDeadline,
+        connection: ConnectionSettings,
         *,
-        allow_private_networks: bool,
         wall: WallClock | None = None,
         session_factory: SessionFactory | None = None,
-        resolver: Resolver | None = None,
-        ca_bundle: str | None = None,
-        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
         secrets: Secrets | None = None,
     ) -> None:
         self.server = server
@@ -101,14 +96,9 @@ class OperationTokens:
         self.settings = settings
         self.deadline = deadline
         self.wall: WallClock = wall or SystemWallClock()
-        self._leg_options: dict[str, Any] = {
-            "allow_private_networks": allow_private_networks,
-            "session_factory": session_factory,
-            "resolver": resolver,
-            "ca_bundle": ca_bundle,
-            "keepalive_seconds": keepalive_seconds,
-        }
-        self.legs = OAuthLegs(server, deadline, **self._leg_options)
+        self.connection = connection
+        self._session_factory = session_factory
+        self.legs = OAuthLegs(server, deadline, connection, session_factory=session_factory)
         self.attempts = 0
         self._refreshed_after_challenge = False
 
@@ -198,7 +188,7 @@ class OperationTokens:
             # bound of its own, so that its answer is read and kept whatever the caller's clock says.
             self.deadline.grant()
             own = self.deadline.of_its_own(max(self.deadline.budget_seconds, REFRESH_SECONDS))
-            with OAuthLegs(self.server, own, **self._leg_options) as legs:
+            with OAuthLegs(self.server, own, self.connection, session_factory=self._session_factory) as legs:
                 return refresh(legs, current, self.config, self.wall), True
 
         return self._on_its_own(lambda: self._kept(renew))

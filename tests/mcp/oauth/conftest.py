@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import pytest
 import responses
 
-from nr_llm.mcp.deadline import OperationDeadline
+from nr_llm.mcp.wire.deadline import OperationDeadline
 
 from ..scripted import FakeClock
 from .world import FakeWall, World

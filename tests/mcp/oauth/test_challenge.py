@@ -6,9 +6,9 @@ import pickle
 
 import pytest
 
-from nr_llm.mcp.errors import ChallengeError
 from nr_llm.mcp.oauth import parse_challenge
 from nr_llm.mcp.oauth.challenge import MAX_HEADER_CHARS
+from nr_llm.mcp.wire.errors import ChallengeError
 
 
 def test_a_full_bearer_challenge_is_read() -> None:

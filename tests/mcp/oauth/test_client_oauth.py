@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient
-from nr_llm.mcp.errors import AuthorizationError, McpTransportError
 from nr_llm.mcp.oauth import ClientConfig, Grant, MemoryGrantStore, OAuthSettings
 from nr_llm.mcp.oauth.store import ClientRegistration
+from nr_llm.mcp.wire.errors import AuthorizationError, McpTransportError
 
 from ..scripted import URL, ScriptedServer
 from .world import AS_METADATA, ISSUER, TOKEN, FakeWall, World, as_metadata

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nr_llm.mcp.errors import AuthorizationError
 from nr_llm.mcp.oauth import discover, probe_challenge
 from nr_llm.mcp.oauth.discovery import covers
+from nr_llm.mcp.wire.errors import AuthorizationError
 
 from .world import AS_METADATA, ISSUER, MCP, MCP_ORIGIN, PRM_PATH, PRM_ROOT, World, as_metadata, legs_for
 

@@ -12,7 +12,6 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from nr_llm.mcp.errors import AuthorizationError
 from nr_llm.mcp.oauth import (
     ClientConfig,
     Grant,
@@ -25,6 +24,7 @@ from nr_llm.mcp.oauth import (
 )
 from nr_llm.mcp.oauth.identity import application_type
 from nr_llm.mcp.oauth.store import ClientRegistration
+from nr_llm.mcp.wire.errors import AuthorizationError
 
 from .world import AUTHORIZE, ISSUER, MCP, REGISTER, TOKEN, World, as_metadata, legs_for
 

@@ -13,13 +13,14 @@ from contextlib import contextmanager
 
 import pytest
 
-from nr_llm.mcp import watchdog as watchdog_module
-from nr_llm.mcp.deadline import OperationDeadline
-from nr_llm.mcp.errors import McpTransportError
+from nr_llm.mcp import ConnectionSettings
 from nr_llm.mcp.oauth import OAuthLegs
 from nr_llm.mcp.oauth.legs import vet_url
-from nr_llm.mcp.transport import MAX_BODY_BYTES
-from nr_llm.mcp.watchdog import LegWatchdog
+from nr_llm.mcp.wire import watchdog as watchdog_module
+from nr_llm.mcp.wire.deadline import OperationDeadline
+from nr_llm.mcp.wire.errors import McpTransportError
+from nr_llm.mcp.wire.legs import MAX_BODY_BYTES
+from nr_llm.mcp.wire.watchdog import LegWatchdog
 
 from .world import AS_METADATA, World, legs_for
 
@@ -163,7 +164,9 @@ def test_a_host_lookup_spends_the_same_budget(world: World, monkeypatch) -> None
     monkeypatch.setattr(socket, "getaddrinfo", slow)
     world.clock = clock
     world.serve("GET", "https://as.example/meta", body={})
-    OAuthLegs("demo", deadline, allow_private_networks=False).get("https://as.example/meta", "metadata")
+    OAuthLegs("demo", deadline, ConnectionSettings(allow_private_networks=False)).get(
+        "https://as.example/meta", "metadata"
+    )
     grants = [s.timeout[0] for s in world.sent]
     assert grants == [13]
 
@@ -246,7 +249,7 @@ def test_an_oauth_leg_dials_its_own_hosts_vetted_addresses_under_its_own_watchdo
         # The MCP leg's watchdog pins an address the authorization server is not on.
         with (
             LegWatchdog(10, allow_private_networks=True, addresses=("127.0.0.9",)) as mcp_leg,
-            OAuthLegs("demo", deadline, allow_private_networks=True) as legs,
+            OAuthLegs("demo", deadline, ConnectionSettings(allow_private_networks=True)) as legs,
         ):
             first = legs.get(f"http://as.test:{port}/meta", "metadata")
             second = legs.get(f"http://as.test:{port}/meta", "metadata")
@@ -276,9 +279,11 @@ def test_a_connection_that_lands_on_a_private_address_is_refused(monkeypatch) ->
     monkeypatch.setattr(legs_module, "refuse_private", lambda addresses, server: None)  # the gate was fooled
     monkeypatch.setattr(legs_module, "_url_problem", lambda url, allow: "")  # and http:// let through
     with _json_server() as port, pytest.raises(McpTransportError) as caught:
-        OAuthLegs("demo", OperationDeadline(10, FakeClock(), "demo"), allow_private_networks=False).get(
-            f"http://127.0.0.1:{port}/meta", "token endpoint"
-        )
+        OAuthLegs(
+            "demo",
+            OperationDeadline(10, FakeClock(), "demo"),
+            ConnectionSettings(allow_private_networks=False),
+        ).get(f"http://127.0.0.1:{port}/meta", "token endpoint")
     assert caught.value.kind == "refused_host" and "non-public" in str(caught.value)
 
 
@@ -306,7 +311,9 @@ def test_no_token_or_secret_reaches_a_log_record(caplog) -> None:
             refresh_token="RT-old-probe",
         )
         with OAuthLegs(
-            "demo", OperationDeadline(10, FakeClock(), "demo"), allow_private_networks=True
+            "demo",
+            OperationDeadline(10, FakeClock(), "demo"),
+            ConnectionSettings(allow_private_networks=True),
         ) as legs:
             renewed = refresh(legs, grant, ClientConfig(), FakeWall())
     assert renewed.refresh_token == "RT-leak-probe-2"
@@ -355,7 +362,11 @@ def test_a_header_flood_is_too_large(monkeypatch) -> None:
         b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 900) for i in range(90)) + b"\r\n"
     )
     with _raw_server(flood) as port, pytest.raises(McpTransportError) as caught:
-        legs = OAuthLegs("demo", OperationDeadline(10, FakeClock(), "demo"), allow_private_networks=True)
+        legs = OAuthLegs(
+            "demo",
+            OperationDeadline(10, FakeClock(), "demo"),
+            ConnectionSettings(allow_private_networks=True),
+        )
         legs.get(f"http://127.0.0.1:{port}/meta", "authorization server metadata")
     assert caught.value.kind == "too_large" and "headers" in str(caught.value)
 
@@ -372,7 +383,7 @@ def test_a_redirect_s_body_is_never_read(monkeypatch) -> None:
         started = time.monotonic()
         with (
             pytest.raises(McpTransportError) as caught,
-            OAuthLegs("demo", deadline, allow_private_networks=True) as legs,
+            OAuthLegs("demo", deadline, ConnectionSettings(allow_private_networks=True)) as legs,
         ):
             legs.get(f"http://127.0.0.1:{port}/meta", "authorization server metadata")
         elapsed = time.monotonic() - started

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.errors import AuthorizationError, ChallengeError, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.oauth import ClientConfig, Grant, MemoryGrantStore, OAuthLegs, OAuthSettings, SystemWallClock
 from nr_llm.mcp.oauth.grants import TokenAnswer, revoke
 from nr_llm.mcp.oauth.legs import Answer
 from nr_llm.mcp.oauth.sealed import Sealed
 from nr_llm.mcp.oauth.store import ClientRegistration
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.errors import AuthorizationError, ChallengeError, McpTransportError
 from tests.oauth_scripted import (
     Peer,
     TokenEndpoint,
@@ -187,13 +187,13 @@ def test_revocation_goes_only_to_the_pinned_issuer_s_own_metadata() -> None:
         authorization_server(auth, issuer="http://127.0.0.1:1", revocation_endpoint=capture.url("/revoke"))
         deadline = OperationDeadline(10, MonotonicClock(), "demo")
         with (
-            OAuthLegs("demo", deadline, allow_private_networks=True) as legs,
+            OAuthLegs("demo", deadline, ConnectionSettings(allow_private_networks=True)) as legs,
             pytest.raises(AuthorizationError) as caught,
         ):
             revoke(legs, _grant(auth, "http://127.0.0.1:9/mcp"), ClientConfig(), SystemWallClock())
         assert caught.value.reason == "issuer_mismatch" and capture.requests() == []
         authorization_server(auth)  # the pinned issuer's own document: revoked there
-        with OAuthLegs("demo", deadline, allow_private_networks=True) as legs:
+        with OAuthLegs("demo", deadline, ConnectionSettings(allow_private_networks=True)) as legs:
             done = revoke(legs, _grant(auth, "http://127.0.0.1:9/mcp"), ClientConfig(), SystemWallClock())
         assert done.revoked
         assert [(seen.form["token_type_hint"], seen.form["token"]) for seen in auth.requests("/revoke")] == [

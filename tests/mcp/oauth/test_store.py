@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from nr_llm.mcp.deadline import MonotonicClock, OperationDeadline
-from nr_llm.mcp.errors import McpTransportError
 from nr_llm.mcp.oauth.store import ServerLocks
+from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
+from nr_llm.mcp.wire.errors import McpTransportError
 
 
 def _deadline(budget: float) -> OperationDeadline:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import Endpoint
-from nr_llm.mcp.deadline import OperationDeadline
-from nr_llm.mcp.errors import AuthorizationError, ChallengeError, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint
 from nr_llm.mcp.oauth import ClientConfig, Grant, MemoryGrantStore, OAuthSettings, OperationTokens
 from nr_llm.mcp.oauth.store import ClientRegistration
+from nr_llm.mcp.wire.deadline import OperationDeadline
+from nr_llm.mcp.wire.errors import AuthorizationError, ChallengeError, McpTransportError
 
 from .world import ISSUER, MCP, TOKEN, World, as_metadata
 
@@ -36,7 +36,9 @@ def _tokens(
 ) -> OperationTokens:
     deadline = OperationDeadline(budget, world.clock, "demo")
     settings = OAuthSettings(config or ClientConfig(), store)
-    return OperationTokens("demo", MCP, settings, deadline, allow_private_networks=True, wall=wall)
+    return OperationTokens(
+        "demo", MCP, settings, deadline, ConnectionSettings(allow_private_networks=True), wall=wall
+    )
 
 
 def _challenge(status: int = 401, **kwargs) -> ChallengeError:

@@ -14,8 +14,9 @@ from urllib.parse import parse_qsl
 
 import responses
 
-from nr_llm.mcp.deadline import OperationDeadline
+from nr_llm.mcp import ConnectionSettings
 from nr_llm.mcp.oauth import OAuthLegs
+from nr_llm.mcp.wire.deadline import OperationDeadline
 
 from ..scripted import FakeClock
 
@@ -135,4 +136,4 @@ class World:
 
 
 def legs_for(deadline: OperationDeadline, *, allow_private_networks: bool = True) -> OAuthLegs:
-    return OAuthLegs("demo", deadline, allow_private_networks=allow_private_networks)
+    return OAuthLegs("demo", deadline, ConnectionSettings(allow_private_networks=allow_private_networks))

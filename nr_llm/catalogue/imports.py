@@ -1,0 +1,612 @@
+"""Import a server's tool catalogue: walk it, validate every tool, reconcile the rows.
+
+The walk is network I/O and happens outside any transaction; only the reconcile holds
+the server row locked, so a slow server never holds a database lock, yet two imports of
+one server still serialize where it matters. A refusal changes nothing but the server's
+import status and reason.
+
+Definitions are pinned: each tool's description, title, schemas and annotations are
+fingerprinted as the server sent them (``raw_definition``), not as this package normalised
+them, so a better normaliser never disables a tool its server did not change. An enabled tool
+whose fingerprint changes is disabled in the same transaction that stores the new text, until an
+operator reads the change and enables it again (``accept_definition``); enabling and disabling
+take the same server lock as the reconcile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from .. import tools
+from ..authorization import runtime as authorization
+from ..mcp import Endpoint, McpTransportError
+from ..mcp.protocol.names import InvalidToolName, checked_local_name
+from ..mcp.protocol.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
+from ..mcp.protocol.schema_v1 import first_rule
+from ..mcp.wire.redaction import redact
+from ..mcp.wire.text import clean
+from ..models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
+from ..servers.endpoints import endpoint_for, mcp_client
+
+MAX_TOOLS = 500
+#: A remote description is text a model reads on every request; more than this is not a description.
+MAX_DESCRIPTION = 4000
+#: A title is a display name (MCP 2025-06-18): one line.
+MAX_TITLE = 200
+#: A part of a raw definition larger than this is kept as its digest (it is compared, not read).
+MAX_RAW_PART_BYTES = 32 * 1024
+#: Unicode categories removed from a description: controls, format (bidi) and surrogates.
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs"})
+
+_SYNCED_FIELDS = (
+    "remote_name",
+    "title",
+    "description",
+    "input_schema",
+    "output_schema",
+    "remote_annotations",
+    "orphaned",
+    "orphaned_at",
+    "definition_fingerprint",
+    "raw_definition",
+    "pinned_definition",
+    "pinned_fingerprint",
+    "pinned_raw",
+)
+#: Written only for the rows an import disables, so an operator's concurrent switch is never undone.
+_DISABLING_FIELDS = ("enabled", "disabled_reason", "disabled_at")
+#: The parts of a definition, as MCP names them, and as an operator reads them.
+PARTS = {
+    "title": "title",
+    "description": "description",
+    "inputSchema": "input schema",
+    "outputSchema": "output schema",
+    "annotations": "annotations",
+}
+
+
+@dataclass(frozen=True)
+class ChangedDefinition:
+    """An enabled tool this import disabled: which parts of its definition changed."""
+
+    tool_name: str
+    parts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({', '.join(PARTS.get(part, part) for part in self.parts)})"
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    identifier: str
+    imported: int
+    #: Advertised tools not imported; ``skip_reasons`` says why (one reason may cover several).
+    skipped: int
+    #: Tools of this server that are no longer advertised (kept, never deleted).
+    orphaned: int
+    skip_reasons: tuple[str, ...]
+    refused: str = ""
+    #: Enabled tools whose definition changed: disabled until an operator reviews them.
+    changed: tuple[ChangedDefinition, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.refused
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> ImportReport:
+        """The report back from ``dataclasses.asdict`` through JSON (a task result)."""
+        changed = tuple(
+            ChangedDefinition(c["tool_name"], tuple(c["parts"])) for c in value.get("changed", ())
+        )
+        return cls(**{**value, "skip_reasons": tuple(value["skip_reasons"]), "changed": changed})
+
+    @property
+    def status(self) -> Literal["ok", "partial", "error"]:
+        if self.refused:
+            return "error"
+        return "partial" if self.skipped else "ok"
+
+
+@dataclass(frozen=True)
+class ImportProgress:
+    """What a long import reports while it runs (the command shows it on a terminal)."""
+
+    identifier: str
+    stage: Literal["walking", "page", "walked", "reconciled"]
+    tools: int = 0
+    pages: int = 0
+
+
+Progress = Callable[[ImportProgress], None]
+
+
+class CatalogueClient(Protocol):
+    """The part of ``McpClient`` an import needs."""
+
+    def list_tools(
+        self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None
+    ) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class _Accepted:
+    tool_name: str
+    remote_name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    annotations: dict[str, Any]
+    #: The definition as the server sent it (``raw_definition``), and its input schema in full.
+    raw: dict[str, Any]
+    sent_schema: Any
+
+    @property
+    def first_rule_definition(self) -> dict[str, Any]:
+        """What an import before migration 0007 would have stored for this tool."""
+        return tool_definition(
+            self.title, self.description, first_rule(self.sent_schema), self.output_schema, self.annotations
+        )
+
+
+def raw_definition(tool: dict[str, Any]) -> dict[str, Any]:
+    """``tool``'s definition as the server sent it, each part kept as sent or as its digest."""
+    return tool_definition(
+        *(
+            _kept_raw(tool.get(part, default))
+            for part, default in (
+                ("title", ""),
+                ("description", ""),
+                ("inputSchema", None),
+                ("outputSchema", {}),
+                ("annotations", {}),
+            )
+        )
+    )
+
+
+def _kept_raw(value: Any) -> Any:
+    """``value`` when it can be stored and is small; else its SHA-256 and size, which still compare."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    try:
+        json.dumps(value, allow_nan=False)
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    except (ValueError, UnicodeEncodeError):
+        size = MAX_RAW_PART_BYTES + 1  # NaN or an unpaired surrogate: JSON columns refuse both
+    if size <= MAX_RAW_PART_BYTES and not contains_nul(value):
+        return value
+    return {"not kept": "too large or not storable", "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def fingerprint(definition: dict[str, Any]) -> str:
+    """SHA-256 of ``definition`` as canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def changed_parts(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
+    """Which parts (PARTS keys) differ between two definitions, in PARTS order.
+
+    Compared as values, as an import compares a row with what it fetched: a stored pin has been
+    through the database's JSON (PostgreSQL writes 1e2 back as 100), the fetched text has not.
+    """
+    return tuple(part for part in PARTS if old.get(part) != new.get(part))
+
+
+def import_catalogue(
+    server: McpServer, client: CatalogueClient | None = None, progress: Progress | None = None
+) -> ImportReport:
+    """Import ``server``'s catalogue; the report says what happened, a refusal included."""
+    if not server.data_class:
+        return _refuse(server, "no data class is declared; declare what data this server may see first")
+    if not server.url:
+        return _refuse(server, "no URL is configured")
+    on_page = None
+    if progress:
+        progress(ImportProgress(server.identifier, "walking"))
+
+        def on_page(pages: int, count: int) -> None:
+            progress(ImportProgress(server.identifier, "page", count, pages))
+
+    endpoint = endpoint_for(server)
+    try:
+        advertised = (client or mcp_client()).list_tools(endpoint, on_page=on_page)
+    except McpTransportError as exc:
+        authorization.observe(server, exc)
+        # The client's message already tells a spent budget apart from a server that
+        # failed; say where this installation sets the number, since only it can raise it.
+        reason = redact(str(exc), endpoint.credential)
+        if exc.kind in ("deadline_exhausted", "timeout"):
+            where = (
+                "this server's operation budget"
+                if server.operation_timeout
+                else "NR_LLM_MCP_OPERATION_TIMEOUT"
+            )
+            reason = f"{reason} (set in {where})"
+        return _refuse(server, reason)
+    if progress:
+        progress(ImportProgress(server.identifier, "walked", len(advertised)))
+    if len(advertised) > MAX_TOOLS:
+        return _refuse(
+            server,
+            f"the server advertises {len(advertised)} tools; at most {MAX_TOOLS} are imported "
+            "and a catalogue is never truncated",
+        )
+    accepted, reasons = _validate(server.identifier, advertised)
+    try:
+        report = _reconcile(server, accepted, reasons, len(advertised))
+    except IntegrityError:
+        # Two different servers whose names collide (``a`` + ``b_c`` and ``a_b`` + ``c``)
+        # imported at the same moment: the transaction rolled back whole, so nothing is
+        # half-written, and the next import sees the winner's rows and skips with a reason.
+        return _refuse(
+            server,
+            "another server's import claimed one of these tool names at the same moment; "
+            "nothing was changed — run the import again",
+        )
+    if progress:
+        progress(ImportProgress(server.identifier, "reconciled", report.imported))
+    return report
+
+
+def _validate(identifier: str, advertised: Sequence[dict[str, Any]]) -> tuple[list[_Accepted], list[str]]:
+    reasons: list[str] = []
+    candidates: list[_Accepted] = []
+    local_tools = tools.local_tool_names()
+    for position, tool in enumerate(advertised, start=1):
+        remote = tool.get("name")
+        if not isinstance(remote, str) or not remote:
+            reasons.append(f"tool #{position} has no name")
+            continue
+        shown = repr(clean(remote))
+        try:
+            name = checked_local_name(identifier, remote)
+            schema = normalise_schema(tool.get("inputSchema"))
+        except (InvalidToolName, SchemaRefused) as exc:
+            reasons.append(f"{shown}: {exc}")
+            continue
+        if name in local_tools:
+            reasons.append(f"{shown}: local name {name} is taken by a locally registered tool")
+            continue
+        description = tool.get("description", "")
+        if not isinstance(description, str):
+            reasons.append(f"{shown}: description is not a string")
+            continue
+        title = tool.get("title", "")
+        if not isinstance(title, str):
+            reasons.append(f"{shown}: title is not a string")
+            continue
+        annotations = tool.get("annotations")
+        if not isinstance(annotations, dict):
+            annotations = {}
+        if contains_nul(annotations):
+            reasons.append(f"{shown}: annotations contain a NUL character, which cannot be stored")
+            continue
+        output_schema = tool.get("outputSchema", {})
+        if problem := _output_schema_problem(output_schema):
+            reasons.append(f"{shown}: {problem}")
+            continue
+        candidates.append(
+            _Accepted(
+                name,
+                remote,
+                clean(title, MAX_TITLE),
+                _prose(description[:MAX_DESCRIPTION]),
+                schema,
+                output_schema,
+                annotations,
+                raw_definition(tool),
+                tool.get("inputSchema"),
+            )
+        )
+    counts = Counter(candidate.tool_name for candidate in candidates)
+    for name, count in sorted(counts.items()):
+        if count > 1:
+            # Keeping either would let a call reach a tool the operator did not pick.
+            reasons.append(f"{count} remote tools map to the local name {name}; none of them is imported")
+    return [c for c in candidates if counts[c.tool_name] == 1], reasons
+
+
+def _output_schema_problem(schema: Any) -> str:
+    """Why an advertised output schema cannot be kept, or "" (it is stored for the operator, as sent)."""
+    if not isinstance(schema, dict):
+        return "output schema is not an object"
+    if contains_nul(schema):
+        return "output schema contains a NUL character, which cannot be stored"
+    encoded = len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode())
+    if encoded > MAX_ENCODED_BYTES:
+        return f"output schema is {encoded} bytes encoded; at most {MAX_ENCODED_BYTES} (16 KiB) are kept"
+    return ""
+
+
+def _prose(text: str) -> str:
+    """``text`` without control or format characters, line breaks and tabs kept.
+
+    Descriptions are prose a model and an operator read: an escape sequence or a bidi
+    override only disguises it, and a NUL cannot be stored by PostgreSQL at all.
+    """
+    return "".join(char for char in text if char in "\n\t" or unicodedata.category(char) not in _INVISIBLE)
+
+
+def _reconcile(
+    server: McpServer, accepted: list[_Accepted], reasons: list[str], advertised: int
+) -> ImportReport:
+    now = timezone.now()
+    with transaction.atomic():
+        # The lock makes a second import of this server wait for the first to commit, so
+        # it reads the rows the first wrote instead of inserting them again.
+        locked = McpServer.objects.select_for_update().filter(pk=server.pk).first()
+        if locked is None:
+            return ImportReport(
+                server.identifier, 0, 0, 0, (), refused="the server was deleted during the import"
+            )
+        if _catalogue_settings(locked) != _catalogue_settings(server):
+            # The walk fetched what the row described when it started: tool names carry the
+            # old identifier, the tools came from the old URL, or the data class that allowed
+            # the import is gone. Writing them would attribute them to a server they are not from.
+            return _refuse(
+                server,
+                "the server's identifier, URL or data class changed while its catalogue was "
+                "fetched; nothing was changed — run the import again",
+            )
+        taken = dict(
+            McpTool.objects.filter(tool_name__in=[a.tool_name for a in accepted])
+            .exclude(server=locked)
+            .values_list("tool_name", "server__identifier")
+        )
+        existing = {row.tool_name: row for row in McpTool.objects.filter(server=locked)}
+        created: list[McpTool] = []
+        changed: list[McpTool] = []
+        disabled: list[McpTool] = []
+        reviews: list[ChangedDefinition] = []
+        imported = 0
+        for tool in accepted:
+            if tool.tool_name in taken:
+                reasons.append(
+                    f"{clean(tool.remote_name)!r}: local name {tool.tool_name} already belongs to "
+                    f"server {taken[tool.tool_name]}"
+                )
+                continue
+            imported += 1
+            fresh: dict[str, Any] = {
+                "remote_name": tool.remote_name,
+                "title": tool.title,
+                "description": tool.description,
+                "input_schema": tool.input_schema,
+                "output_schema": tool.output_schema,
+                "remote_annotations": tool.annotations,
+                "orphaned": False,
+                "orphaned_at": None,
+                "raw_definition": tool.raw,
+                "definition_fingerprint": fingerprint(tool.raw),
+            }
+            row = existing.pop(tool.tool_name, None)
+            if row is None:
+                # New tools start disabled: enabling is the operator's decision, tool by tool.
+                pin = {
+                    "pinned_definition": tool.raw,
+                    "pinned_fingerprint": fresh["definition_fingerprint"],
+                    "pinned_raw": True,
+                }
+                created.append(
+                    McpTool(server=locked, tool_name=tool.tool_name, enabled=False, **fresh, **pin)
+                )
+                continue
+            parts = _pin(row, tool, fresh)
+            if parts:
+                reviews.append(ChangedDefinition(row.tool_name, parts))
+                fresh.update(enabled=False, disabled_reason=DEFINITION_CHANGED, disabled_at=now)
+                _apply(row, fresh, now)
+                disabled.append(row)
+            elif _apply(row, fresh, now):
+                changed.append(row)
+        orphaned = 0
+        for row in existing.values():
+            orphaned += 1
+            # orphaned_at keeps the moment the tool first vanished.
+            if _apply(row, {"orphaned": True, "orphaned_at": row.orphaned_at or now}, now):
+                changed.append(row)
+        McpTool.objects.bulk_create(created)
+        if changed:
+            McpTool.objects.bulk_update(changed, [*_SYNCED_FIELDS, "updated"])
+        if disabled:
+            McpTool.objects.bulk_update(disabled, [*_SYNCED_FIELDS, *_DISABLING_FIELDS, "updated"])
+        # Every advertised tool is imported or skipped; one reason may cover several (duplicates).
+        report = ImportReport(
+            locked.identifier,
+            imported,
+            advertised - imported,
+            orphaned,
+            tuple(reasons),
+            changed=tuple(reviews),
+        )
+        status = ImportStatus.PARTIAL if reasons else ImportStatus.OK
+        fields = {
+            "import_status": status,
+            "import_error": "\n".join(reasons),
+            "tool_count": imported,
+            "last_imported": now,
+        }
+        McpServer.objects.filter(pk=locked.pk).update(**fields)
+    _copy(server, fields)
+    return report
+
+
+def _pin(row: McpTool, tool: _Accepted, fresh: dict[str, Any]) -> tuple[str, ...]:
+    """Decide ``row``'s pin for the imported ``tool``; the changed parts when it must be disabled.
+
+    An enabled tool keeps the definition an operator enabled: a different one disables it. One
+    awaiting review keeps the pin it was enabled with, so its page shows everything since. Any
+    other disabled tool simply follows its server. A pin is compared with what the server sent;
+    one made under the first schema rule, with what that rule makes of it (``first_rule``).
+    """
+    if row.enabled:
+        pinned, now = _comparable(row, tool)
+        parts = changed_parts(pinned, now)
+        if parts:
+            fresh.update(pinned_definition=pinned, pinned_fingerprint=fingerprint(pinned))
+            return parts
+    elif row.awaiting_review:
+        return ()
+    fresh.update(
+        pinned_definition=tool.raw, pinned_fingerprint=fresh["definition_fingerprint"], pinned_raw=True
+    )
+    return ()
+
+
+def _comparable(row: McpTool, tool: _Accepted) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The row's pin, and the imported definition in the same terms."""
+    if row.pinned_raw and row.pinned_fingerprint:
+        return row.pinned_definition, tool.raw
+    then = tool.first_rule_definition
+    # A row from before pinning has no pin yet: what it stored stands in for one; the parts it
+    # did not store then (title, output schema) are taken as they come, not held against it.
+    return (row.pinned_definition if row.pinned_fingerprint else {**then, **_stored_then(row)}), then
+
+
+def review(row: McpTool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The definition an operator enabled and the current one, comparable part by part (admin)."""
+    if row.pinned_raw or not row.raw_definition:
+        return row.pinned_definition, row.raw_definition or row.definition
+    # Pinned under the first rule: the server's current definition as that rule saw it.
+    raw = row.raw_definition
+    return row.pinned_definition, {**row.definition, "inputSchema": first_rule(raw.get("inputSchema"))}
+
+
+def _stored_then(row: McpTool) -> dict[str, Any]:
+    return {
+        "description": row.description,
+        "inputSchema": row.input_schema,
+        "annotations": row.remote_annotations,
+    }
+
+
+def _catalogue_settings(server: McpServer) -> tuple[str, str, bool]:
+    """What decides which tools an import fetches and what they are called."""
+    return server.identifier, server.url, bool(server.data_class)
+
+
+def _apply(row: McpTool, values: dict[str, Any], now: datetime) -> bool:
+    """Set ``values`` on ``row``; True when anything changed (an unchanged row is not written)."""
+    if all(getattr(row, key) == value for key, value in values.items()):
+        return False
+    for key, value in values.items():
+        setattr(row, key, value)
+    row.updated = now
+    return True
+
+
+def _refuse(server: McpServer, reason: str) -> ImportReport:
+    fields = {"import_status": ImportStatus.ERROR, "import_error": reason}
+    # update() rather than save(): the catalogue and every operator-edited column stay as they were.
+    McpServer.objects.filter(pk=server.pk).update(**fields)
+    _copy(server, fields)
+    return ImportReport(server.identifier, 0, 0, 0, (), refused=reason)
+
+
+def _copy(server: McpServer, fields: dict[str, Any]) -> None:
+    # Keep the caller's instance truthful without a reload.
+    for key, value in fields.items():
+        setattr(server, key, value)
+
+
+@dataclass(frozen=True)
+class Switched:
+    """What enabling (or disabling) a selection of tools did."""
+
+    count: int
+    #: Left disabled: gone from their server.
+    orphaned: int = 0
+    #: Left disabled: their definition changed; each is enabled on its own page, after reading.
+    to_review: tuple[str, ...] = ()
+
+
+def enable_tools(tool_ids: Iterable[int]) -> Switched:
+    """Enable the given tools, except orphans and tools whose definition awaits review."""
+    with _servers_locked(tool_ids) as rows:
+        orphans = [row for row in rows if row.orphaned and not row.enabled]
+        review = sorted(row.tool_name for row in rows if row.awaiting_review and not row.orphaned)
+        chosen = [row for row in rows if not (row.enabled or row.orphaned or row.awaiting_review)]
+        for row in chosen:
+            _accept(row)
+        McpTool.objects.bulk_update(chosen, _ACCEPTED_FIELDS)
+    return Switched(len(chosen), len(orphans), tuple(review))
+
+
+def disable_tools(tool_ids: Iterable[int]) -> Switched:
+    with _servers_locked(tool_ids) as rows:
+        ids = [row.pk for row in rows if row.enabled]
+        # update() skips auto_now; a switch is an operator's edit, so stamp it.
+        McpTool.objects.filter(pk__in=ids).update(enabled=False, updated=timezone.now())
+    return Switched(len(ids))
+
+
+def accept_definition(tool_id: int, reviewed: str) -> str:
+    """Enable one tool, its current definition becoming the pinned one; "" or why not.
+
+    ``reviewed`` is the fingerprint of the definition the operator read: if an import changed it
+    meanwhile, what they read is not what would be enabled, and nothing changes.
+    """
+    with _servers_locked([tool_id]) as rows:
+        if not rows:
+            return "the tool no longer exists"
+        (row,) = rows
+        if row.orphaned:
+            return "it is gone from its server's catalogue"
+        if row.definition_fingerprint != reviewed:
+            return "its definition changed again while you read it; read it again"
+        _accept(row)
+        McpTool.objects.bulk_update([row], _ACCEPTED_FIELDS)
+    return ""
+
+
+_ACCEPTED_FIELDS = [
+    "enabled",
+    "pinned_definition",
+    "pinned_fingerprint",
+    "pinned_raw",
+    "disabled_reason",
+    "disabled_at",
+    "updated",
+]
+
+
+def _accept(row: McpTool) -> None:
+    row.enabled = True
+    # A row no import has stored a raw definition for yet (from before 0007) pins what it stored.
+    row.pinned_raw = bool(row.raw_definition)
+    row.pinned_definition = row.raw_definition or row.definition
+    row.pinned_fingerprint = row.definition_fingerprint or fingerprint(row.pinned_definition)
+    row.definition_fingerprint = row.pinned_fingerprint
+    row.disabled_reason = ""
+    row.disabled_at = None
+    row.updated = timezone.now()
+
+
+@contextlib.contextmanager
+def _servers_locked(tool_ids: Iterable[int]) -> Iterator[list[McpTool]]:
+    """The tools, re-read under their servers' row locks: an import reconciling one of those
+    servers either finished before or waits until the switch is committed."""
+    ids = list(tool_ids)
+    with transaction.atomic():
+        servers = McpTool.objects.filter(pk__in=ids).order_by().values_list("server_id", flat=True).distinct()
+        # In pk order: two switches over the same servers never wait for each other in a circle.
+        list(
+            McpServer.objects.select_for_update()
+            .filter(pk__in=list(servers))
+            .order_by("pk")
+            .values_list("pk")
+        )
+        yield list(McpTool.objects.filter(pk__in=ids).order_by("tool_name"))

@@ -1,0 +1,480 @@
+"""McpClient: ping(), list_tools(), call_tool(), each one operation under one deadline.
+
+An operation is one conversation with one server, in the era the server speaks:
+
+- 2026-07-28 ("modern"): every request is one self-describing POST; ``server/discover``
+  tells the era and is the ``ping``.
+- the handshake era (2025-xx): ``initialize``, the ``notifications/initialized``
+  confirmation, the work, and a DELETE ending the session when the server issued one.
+
+The era is learnt per origin by probing ``server/discover`` and remembered in-process
+(``eras``), so steady state against a modern server is one POST per tool call. Every leg,
+probes included, spends the same ``OperationDeadline``. A fresh ``requests`` session per
+operation keeps one server's session id and cookies away from every other server; connections
+are kept between operations per origin (pool.py), and carry nothing of either. No
+other traffic is sent: no GET stream, no hidden ``tools/list``.
+
+Exactly once (resend.py): a request is sent again, in a new session or the other era, only
+when the server refused it in a way that proves it did not run it. Once a server accepted a
+``tools/call`` (a 2xx status line), nothing sends it again; what cannot be finished is
+``interrupted`` and says the tool may have run, as does every other failure of a written call
+that no answer proves refused (``resend.may_have_run``: a timeout, a 5xx, an error code that is
+no refusal).
+
+The client takes no cancellation token and has no abort method (seed 000, "What this
+does not do"): the budget decides what the next leg gets and whether it is sent at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, TypeVar
+
+from ..oauth import OperationTokens, SystemWallClock, WallClock
+from ..wire.connection import ConnectionSettings
+from ..wire.deadline import Clock, MonotonicClock, OperationDeadline
+from ..wire.errors import McpTransportError
+from ..wire.hostgate import Resolver, refuse_private, resolve
+from ..wire.legs import SessionFactory, default_session
+from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
+from ..wire.redaction import Secrets
+from ..wire.text import NAME_LIMIT, clean
+from . import modern, resend
+from .content import DEFAULT_LIMITS, ContentLimits, outcome_of
+from .endpoint import Endpoint
+from .eras import DEFAULT_ERA_CACHE_SECONDS, EraCache, cache_key, lifetime_seconds, process_cache
+from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConversation
+from .modern_conversation import InputResponder, ModernConversation
+from .param_headers import param_headers
+from .results import CallOutcome, ConnectionReport
+from .transport import Transport, auth_headers, bearer_header, refuse_clear_text
+
+__all__ = ["KNOWN_PROTOCOL_VERSIONS", "MAX_PAGES", "PROTOCOL_VERSION", "InputResponder", "McpClient"]
+
+logger = logging.getLogger("nr_llm.mcp")
+
+MAX_PAGES = 50
+T = TypeVar("T")
+Conversation = HandshakeConversation | ModernConversation
+
+# Failures that say nothing about the era: they stay errors and are never remembered.
+_NOT_EVIDENCE = frozenset(
+    {
+        "deadline_exhausted",
+        "timeout",
+        "unreachable",
+        # A failed TLS handshake: no HTTP answer at all, so nothing about the era.
+        "tls",
+        "refused_host",
+        "redirect",
+        "too_large",
+        "missing_credential",
+        # An OAuth exchange's failure says nothing about the era the server speaks.
+        "authorization_required",
+        "authorization_failed",
+        # Accepted, then cut off: no answer to read an era from.
+        "interrupted",
+    }
+)
+
+
+class HealthSink(Protocol):
+    def record_contact(self, endpoint: Endpoint, latency_ms: int) -> None: ...
+
+
+class McpClient:
+    def __init__(
+        self,
+        *,
+        allow_private_networks: bool = False,
+        clock: Clock | None = None,
+        health: HealthSink | None = None,
+        session_factory: SessionFactory | None = None,
+        era_cache: EraCache | None = None,
+        era_cache_seconds: float = DEFAULT_ERA_CACHE_SECONDS,
+        wall: WallClock | None = None,
+        resolver: Resolver | None = None,
+        ca_bundle: str | os.PathLike[str] | None = None,
+        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
+        connection: ConnectionSettings | None = None,
+        result_limits: ContentLimits = DEFAULT_LIMITS,
+    ) -> None:
+        """How the client connects is one value, ``connection`` (wire/connection.py says what
+        each part means), handed whole to every leg, MCP and OAuth alike; the keywords
+        ``allow_private_networks``, ``resolver``, ``ca_bundle`` and ``keepalive_seconds`` build
+        it when it is not given (with it, they must be left out).
+        ``result_limits``: the caps on a tool's answer (content.py)."""
+        self.result_limits = result_limits
+        if connection is None:
+            connection = ConnectionSettings(
+                allow_private_networks=allow_private_networks,
+                # A str: requests reads a Path as a mere truthy value, and would trust certifi instead.
+                ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
+                keepalive_seconds=keepalive_seconds,
+                resolver=resolver,
+            )
+        elif (allow_private_networks, resolver, ca_bundle, keepalive_seconds) != (
+            False,
+            None,
+            None,
+            DEFAULT_KEEPALIVE_SECONDS,
+        ):
+            raise TypeError("McpClient: give either connection or its parts as keywords, not both.")
+        self.connection = connection
+        # Epoch seconds for OAuth token expiry, which is absolute so it survives a restart.
+        self.wall: WallClock = wall or SystemWallClock()
+        self.clock: Clock = clock or MonotonicClock()
+        self.health = health
+        self.session_factory: SessionFactory = session_factory or default_session
+        # Shared by every client of the process unless one is given: the app builds a
+        # client per operation, and the verdict must outlive it.
+        self.era_cache = era_cache if era_cache is not None else process_cache()
+        self.era_cache_seconds = era_cache_seconds
+
+    def ping(self, endpoint: Endpoint) -> ConnectionReport:
+        """``server/discover`` for a modern server, else the handshake only; a transport
+        failure is a report with ``reachable=False`` that keeps the error (``failure``)."""
+
+        def check(conversation: Conversation) -> tuple[ConnectionReport, int]:
+            if isinstance(conversation, ModernConversation):
+                _, latency_ms = conversation.discovered or conversation.discover()
+            else:
+                latency_ms = conversation.open()
+            info = conversation.server_info
+            report = ConnectionReport(
+                reachable=True,
+                latency_ms=latency_ms,
+                protocol_version=conversation.protocol_version or "",
+                server_name=clean(info.get("name", ""), NAME_LIMIT),
+                server_version=clean(info.get("version", ""), NAME_LIMIT),
+                era=conversation.era,
+            )
+            return report, latency_ms
+
+        try:
+            report = self._operate(endpoint, check, opens=False)
+        except McpTransportError as exc:
+            return ConnectionReport(reachable=False, error=str(exc), failure=exc)
+        return report
+
+    def list_tools(
+        self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every advertised tool object, all pages, under one budget.
+
+        ``on_page(pages, tools)`` hears after each page how far the walk is. It is progress
+        only: whatever it raises is logged and the walk goes on, so it can never serve as
+        the cancellation seam this client deliberately lacks (seed 000).
+        """
+
+        def walk(conversation: Conversation) -> tuple[list[dict[str, Any]], int]:
+            tools: list[dict[str, Any]] = []
+            seen: set[str] = set()
+            cursor: str | None = None
+            for pages in range(1, MAX_PAGES + 1):
+                result, latency_ms = conversation.request(
+                    "tools/list", {} if cursor is None else {"cursor": cursor}
+                )
+                page = result.get("tools")
+                if not isinstance(page, list):
+                    raise conversation.malformed("sent a tools/list page without a tools list")
+                tools.extend(tool for tool in page if isinstance(tool, dict))
+                if on_page is not None:
+                    _report_progress(on_page, pages, len(tools))
+                cursor = result.get("nextCursor")
+                if cursor is None:
+                    return tools, latency_ms
+                if not isinstance(cursor, str):
+                    raise conversation.malformed("sent a nextCursor that is not a string")
+                if cursor in seen:
+                    raise conversation.malformed("repeated a page cursor; the catalogue would never end")
+                seen.add(cursor)
+            raise conversation.malformed(f"advertises more than {MAX_PAGES} pages of tools")
+
+        return self._operate(endpoint, walk)
+
+    def call_tool(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        responder: InputResponder | None = None,
+    ) -> CallOutcome:
+        """Call one tool; ``isError`` is a failed outcome, a broken conversation an exception.
+
+        ``input_schema`` is the tool's listed schema: in the 2026-07-28 era its
+        ``x-mcp-header`` properties become ``Mcp-Param-*`` headers, and a schema with an
+        invalid one is refused (``invalid_tool``) before anything is sent. ``responder``
+        answers a 2026 server's input requests; without one they are ``input_required``.
+        ``output_schema``, the tool's listed one, is what its structured content is checked against.
+        """
+        arguments = arguments or {}
+        # Checked before any leg, whatever the era: a tool the specification says clients
+        # must exclude is not called, and no network is spent learning that.
+        headers = param_headers(name, input_schema, arguments, endpoint.identifier)
+
+        handed: list[Conversation] = []  # the conversations the call went to (at most two eras)
+
+        def call(conversation: Conversation) -> tuple[CallOutcome, int]:
+            handed.append(conversation)
+            # The result came masked: a credential a server echoes never reaches a model.
+            result, latency_ms = conversation.request(
+                "tools/call", {"name": name, "arguments": arguments}, headers
+            )
+            outcome = outcome_of(result, endpoint.identifier, output_schema, self.result_limits)
+            return dataclasses.replace(outcome, era=conversation.era), latency_ms
+
+        try:
+            return self._operate(endpoint, call, responder=responder)
+        except McpTransportError as exc:
+            if not handed:
+                # A probe, initialize or an OAuth leg failed: the call itself was never sent.
+                exc.written = False
+                raise
+            if exc.accepted or exc.kind == "interrupted" or not resend.may_have_run(exc):
+                raise  # it says so already, or it could not run
+            # Written, and no answer proves a refusal (a timeout, a 5xx, an error code that
+            # is no refusal): a caller reading only this error must learn it may have run.
+            raise McpTransportError(
+                exc.kind,
+                exc.server,
+                f"{exc} The tool {clean(name, NAME_LIMIT)!r} may have run; the call is not sent again.",
+                http_status=exc.http_status,
+                code=exc.code,
+                data=exc.data,
+            ) from exc
+
+    def _operate(
+        self,
+        endpoint: Endpoint,
+        work: Callable[[Conversation], tuple[T, int]],
+        *,
+        opens: bool = True,
+        responder: InputResponder | None = None,
+    ) -> T:
+        """Run ``work`` in the origin's era; a remembered era that proves wrong (a refusal that
+        shows nothing ran) is dropped and the work runs once more the other way, within the
+        same budget.
+
+        Every credential of the operation (``secrets``) is masked where server text enters: in
+        each answer the transport decodes, and in the message of any error that leaves here.
+        """
+        secrets = Secrets()
+        if endpoint.needs_credential:
+            secrets.add(endpoint.credential)
+        try:
+            return self._operate_masked(endpoint, work, opens, responder, secrets)
+        except McpTransportError as exc:
+            _mask_error(exc, secrets)
+            raise
+
+    def _operate_masked(
+        self,
+        endpoint: Endpoint,
+        work: Callable[[Conversation], tuple[T, int]],
+        opens: bool,
+        responder: InputResponder | None,
+        secrets: Secrets,
+    ) -> T:
+        key = cache_key(endpoint.url)
+        # Looked up before the operation's clock starts: the lookup is not a leg.
+        known = self.era_cache.get(key, self.clock.monotonic_ns())
+        with self._transport(endpoint, secrets) as (transport, deadline):
+            if known is None:
+                conversation = self._negotiate(transport, deadline, key, responder)
+                answer, latency_ms = _run_once(conversation, work, opens)
+            else:
+                conversation = (
+                    ModernConversation(transport, deadline, known.version, responder)
+                    if known.era == "modern"
+                    else HandshakeConversation(transport, deadline)
+                )
+                try:
+                    answer, latency_ms = _run(conversation, work, opens)
+                except _WrongEra as wrong:
+                    logger.info(
+                        "MCP server %s no longer speaks the %s era (%s); negotiating again",
+                        endpoint.identifier,
+                        known.era,
+                        wrong.error.kind,
+                    )
+                    self.era_cache.forget(key)
+                    conversation = self._negotiate(transport, deadline, key, responder)
+                    same_version = (conversation.protocol_version or "") == known.version
+                    if conversation.era == known.era and same_version:
+                        # Still the same era: the refusal was about the request, not the era.
+                        raise wrong.error from None
+                    answer, latency_ms = _run_once(conversation, work, opens)
+        self._record(endpoint, latency_ms)
+        return answer
+
+    def _negotiate(
+        self, transport: Transport, deadline: OperationDeadline, key: str, responder: InputResponder | None
+    ) -> Conversation:
+        """Probe ``server/discover``; a result listing our revision means the modern era, any
+        other answer the handshake era. Failures that are no answer stay errors."""
+        version = modern.MODERN_VERSION
+        for attempt in range(2):
+            probe = ModernConversation(transport, deadline, version, responder)
+            try:
+                result, _ = probe.discover()
+            except McpTransportError as exc:
+                if not _is_era_evidence(exc):
+                    raise
+                named = (
+                    modern.supported_in_error(exc.data) if exc.code == modern.UNSUPPORTED_VERSION else None
+                )
+                if named is not None and attempt == 0:
+                    version = named  # -32022 naming a revision we speak: ask once more in it
+                    continue
+                break
+            chosen = modern.modern_version_in(result.get("supportedVersions"))
+            if chosen is None:
+                break
+            probe.protocol_version = chosen
+            seconds = lifetime_seconds(result.get("ttlMs"), self.era_cache_seconds)
+            self.era_cache.remember(key, "modern", chosen, seconds, self.clock.monotonic_ns())
+            return probe
+        seconds = lifetime_seconds(None, self.era_cache_seconds)
+        self.era_cache.remember(key, "handshake", "", seconds, self.clock.monotonic_ns())
+        return HandshakeConversation(transport, deadline)
+
+    @contextlib.contextmanager
+    def _transport(
+        self, endpoint: Endpoint, secrets: Secrets
+    ) -> Iterator[tuple[Transport, OperationDeadline]]:
+        deadline = OperationDeadline(endpoint.budget_seconds, self.clock, endpoint.identifier)
+        # These refusals come before any session exists: nothing is sent, nothing attached.
+        credential_headers = auth_headers(endpoint)
+        connection = self.connection
+        if not connection.allow_private_networks:
+            refuse_clear_text(endpoint, bool(credential_headers) or endpoint.oauth is not None)
+        # The lookup spends the operation's budget like a leg does; an answer as young as the
+        # idle-connection limit is used again (hostgate.py: why that is safe).
+        addresses = resolve(
+            endpoint.url,
+            endpoint.identifier,
+            deadline.wait_seconds(),
+            connection.resolver,
+            remember_seconds=connection.keepalive_seconds,
+        )
+        if not connection.allow_private_networks:
+            refuse_private(addresses, endpoint.identifier)
+        tokens = None
+        if endpoint.oauth is not None:
+            tokens = OperationTokens(
+                endpoint.identifier,
+                endpoint.url,
+                endpoint.oauth,
+                deadline,
+                connection,
+                wall=self.wall,
+                session_factory=self.session_factory,
+                secrets=secrets,
+            )
+        session = self.session_factory()
+        try:
+            if tokens is not None:
+                # A valid stored token costs nothing; an expired one is refreshed here,
+                # before the first MCP leg, from the same budget.
+                credential_headers = bearer_header(tokens.bearer())
+            yield (
+                Transport(
+                    endpoint,
+                    session,
+                    self.clock,
+                    auth_headers=credential_headers,
+                    connection=connection,
+                    addresses=addresses,
+                    authorizer=tokens,
+                    secrets=secrets,
+                ),
+                deadline,
+            )
+        finally:
+            session.close()
+            if tokens is not None:
+                tokens.close()
+
+    def _record(self, endpoint: Endpoint, latency_ms: int) -> None:
+        if self.health is None:
+            return
+        try:
+            self.health.record_contact(endpoint, latency_ms)
+        except Exception:
+            # A reporting boundary: the operation has its answer; bookkeeping must not undo it.
+            logger.warning("could not record contact with MCP server %s", endpoint.identifier, exc_info=True)
+
+
+class _WrongEra(Exception):
+    """A remembered era was refused in a way that proves nothing was run."""
+
+    def __init__(self, error: McpTransportError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _mask_error(exc: McpTransportError, secrets: Secrets) -> None:
+    """Mask ``exc``'s message and data, and those of the errors it was raised from (a logged
+    traceback shows them), in place: its type and attributes are what callers branch on."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while isinstance(current, McpTransportError) and id(current) not in seen:
+        seen.add(id(current))
+        if current.args and isinstance(current.args[0], str):
+            current.args = (secrets.mask(current.args[0]), *current.args[1:])
+        current.data = secrets.mask_json(current.data)
+        current = current.__cause__ or current.__context__
+
+
+def _is_era_evidence(exc: McpTransportError) -> bool:
+    """An answer (not a failure to get one) from a server that does not show itself modern."""
+    if exc.kind in _NOT_EVIDENCE:
+        return False
+    status = exc.http_status
+    return not (status in (401, 403) or (status is not None and status >= 500))
+
+
+def _run(
+    conversation: Conversation, work: Callable[[Conversation], tuple[T, int]], opens: bool
+) -> tuple[T, int]:
+    """Open, work, end. A refusal of the opening (initialize) or of a modern request the way a
+    server of the other era refuses is ``_WrongEra``: neither ran anything, so trying the other
+    era is safe (resend.py decides; an accepted request is never among them)."""
+    try:
+        try:
+            if opens:
+                conversation.open()
+            return work(conversation)
+        finally:
+            conversation.end()
+    except McpTransportError as exc:
+        opened = isinstance(conversation, HandshakeConversation) and conversation.protocol_version is not None
+        if not opened and resend.other_era(exc):
+            raise _WrongEra(exc) from exc
+        raise
+
+
+def _run_once(
+    conversation: Conversation, work: Callable[[Conversation], tuple[T, int]], opens: bool
+) -> tuple[T, int]:
+    """``_run`` where the era was just learnt: a refusal is the answer, not a reason to retry."""
+    try:
+        return _run(conversation, work, opens)
+    except _WrongEra as wrong:
+        raise wrong.error from None
+
+
+def _report_progress(on_page: Callable[[int, int], None], pages: int, tools: int) -> None:
+    try:
+        on_page(pages, tools)
+    except Exception:
+        # A reporting boundary: a broken progress display must neither fail nor stop the walk.
+        logger.warning("MCP progress callback failed", exc_info=True)

@@ -1,0 +1,74 @@
+"""Turn a configured server into what the protocol client needs, and build the client.
+
+The one place where Django rows meet ``nr_llm.mcp``: it resolves the credential and the
+budget per operation, so a changed setting or a rotated secret applies to the next call.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from ..conf import conf
+from ..mcp import Endpoint, McpClient
+from ..mcp.protocol.endpoint import AuthPlacement
+from ..models import McpServer
+from .credentials import CredentialUnavailable
+from .health import HealthRecorder
+
+
+def endpoint_for(server: McpServer) -> Endpoint:
+    if server.uses_oauth:
+        return _oauth_endpoint(server)
+    credential: str | None = None
+    problem = ""
+    try:
+        credential = server.resolve_credential()
+    except CredentialUnavailable as exc:
+        problem = str(exc)
+    if server.auth_placement != "none" and credential is None and not problem:
+        problem = "no credential is configured"
+    return Endpoint(
+        identifier=server.identifier,
+        url=server.url,
+        budget_seconds=server.budget_seconds,
+        credential=credential,
+        auth_placement=cast(AuthPlacement, server.auth_placement),
+        auth_header_name=server.auth_header_name,
+        credential_problem=problem,
+    )
+
+
+def mcp_client() -> McpClient:
+    """A client wired to this installation: private-network policy, trust and health recording."""
+    return McpClient(
+        connection=conf.MCP_CONNECTION,
+        health=HealthRecorder(),
+        era_cache_seconds=conf.MCP_ERA_CACHE_SECONDS,
+        result_limits=conf.TOOL_RESULT_LIMITS,
+    )
+
+
+def _oauth_endpoint(server: McpServer) -> Endpoint:
+    """The bearer token comes from the stored grant (``Endpoint.oauth``), renewed as needed."""
+    # Imported here: the authorization package's store imports the models this module's
+    # callers are still loading.
+    from ..authorization.service import oauth_settings
+
+    try:
+        settings = oauth_settings(server)
+    except CredentialUnavailable as exc:
+        # Fail closed: a bearer placement with no credential is refused before any request.
+        return Endpoint(
+            identifier=server.identifier,
+            url=server.url,
+            budget_seconds=server.budget_seconds,
+            auth_placement="bearer",
+            credential_problem=f"its OAuth client secret or key cannot be read ({exc})",
+        )
+    return Endpoint(
+        identifier=server.identifier,
+        url=server.url,
+        budget_seconds=server.budget_seconds,
+        auth_placement="none",
+        oauth=settings,
+    )
