@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +14,8 @@ from django.core.management.base import CommandError
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
 from nr_llm.models import McpServer, McpTool
-from tests.peers import ROOT, sdk_server
+from tests.manage_process import SEED_HELD_TOOL, manage_in
+from tests.peers import sdk_server
 
 from .factories import McpServerFactory
 from .governance.helpers import approver
@@ -151,33 +149,8 @@ def test_json_output_for_scripts(servers):
 
 def test_the_real_process_exits_with_the_documented_codes(tmp_path: Path):
     """Through manage.py itself: 3 for a held call, 1 for an unknown tool, 2 for a bad id."""
-    env = {
-        **os.environ,
-        "DEBUG": "true",
-        "SECRET_KEY": "tests-only-secret-key-0123456789abcdef",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-
-    def manage(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    assert manage("migrate", "-v0").returncode == 0
-    seeded = manage(
-        "shell",
-        "-c",
-        "from nr_llm.models import McpServer, McpTool; "
-        "s = McpServer.objects.create(identifier='held', name='Held', url='https://mcp.example/mcp', "
-        "data_class='publicContent', enabled=True); "
-        "McpTool.objects.create(server=s, tool_name='mcp_held_echo', remote_name='echo', enabled=True)",
-    )
+    manage = manage_in(tmp_path)
+    seeded = manage("shell", "-c", SEED_HELD_TOOL)
     assert seeded.returncode == 0, seeded.stderr
     held = manage("mcp_call", "mcp_held_echo", "--args", '{"text": "x"}')
     assert held.returncode == 3, held.stderr
@@ -201,35 +174,8 @@ def test_a_held_call_names_the_absolute_admin_link_when_the_public_base_url_is_s
 def test_the_real_process_prints_a_held_call_as_a_notice_not_as_an_error(tmp_path: Path):
     """Through manage.py: exit 3, stderr is the notice itself (no "CommandError: "), with the absolute
     admin link the site's public base URL makes; the tool's text is still on stdout."""
-    env = {
-        **os.environ,
-        "DEBUG": "true",
-        "SECRET_KEY": "tests-only-secret-key-0123456789abcdef",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "NR_LLM_PUBLIC_BASE_URL": "https://site.example",
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    env.pop("ENV_FILE", None)
-
-    def manage(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    assert manage("migrate", "-v0").returncode == 0
-    seeded = manage(
-        "shell",
-        "-c",
-        "from nr_llm.models import McpServer, McpTool; "
-        "s = McpServer.objects.create(identifier='held', name='Held', url='https://mcp.example/mcp', "
-        "data_class='publicContent', enabled=True); "
-        "McpTool.objects.create(server=s, tool_name='mcp_held_echo', remote_name='echo', enabled=True)",
-    )
+    manage = manage_in(tmp_path, NR_LLM_PUBLIC_BASE_URL="https://site.example")
+    seeded = manage("shell", "-c", SEED_HELD_TOOL)
     assert seeded.returncode == 0, seeded.stderr
     held = manage("mcp_call", "mcp_held_echo", "--args", '{"text": "x"}')
     assert held.returncode == 3, held.stderr

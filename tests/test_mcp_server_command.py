@@ -7,9 +7,6 @@ environment variable names, --dry-run writing nothing, JSON and TOML files, exit
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ from django.core.management.base import CommandError
 
 from nr_llm.models import McpServer
 from nr_llm.servers import credentials
+from tests.manage_process import manage_in
 from tests.peers import ROOT
 
 from .factories import McpServerFactory
@@ -257,26 +255,7 @@ def test_usage_errors_exit_2_and_say_what_to_do(args, message):
 
 def test_the_real_process_refuses_a_literal_credential_with_exit_2(tmp_path: Path):
     """Through manage.py: exit 2 and one line on stderr without the secret; a valid run exits 0."""
-    env = {
-        **os.environ,
-        "DEBUG": "true",
-        "SECRET_KEY": "tests-only-secret-key-0123456789abcdef",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-    }
-    for name in ("DJANGO_SETTINGS_MODULE", "ENV_FILE"):
-        env.pop(name, None)
-
-    def manage(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    assert manage("migrate", "-v0").returncode == 0
+    manage = manage_in(tmp_path)
     refused = manage("mcp_server", "orders", "--credential", SECRET)
     assert refused.returncode == 2
     assert refused.stderr.startswith("CommandError: --credential is refused")
