@@ -155,7 +155,9 @@ class relaxed(Generic[T]):
     ``synchronous_commit`` off): run in autocommit, one round trip, visible to every session and
     safe from a caller's rollback at once, durable a fraction of a second later. Only what a
     database server's crash may lose without harm: never a state move another decision relies
-    on (an approval, a claim). Elsewhere (SQLite) it is an ordinary transaction."""
+    on (an approval, a claim). Statements after the first (a health stamp riding along) each
+    commit on their own and swallow their own failure. Elsewhere (SQLite) it is an ordinary
+    transaction."""
 
     relaxed_commit = True
 

@@ -24,13 +24,15 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connection, transaction
 
+from .. import statements
 from ..conf import conf
 from ..mcp.wire.text import clean, encodable
 from ..own_transaction import caller_blocks_own_transaction, relaxed, run_in_own_transaction
@@ -117,11 +119,7 @@ def write(work: Callable[[], T], *, durable: bool = True) -> T:
     ``durable=False``: the commit does not wait for the disk (``own_transaction.relaxed``), for
     a call's own row as it starts and ends; decisions and claims always wait.
     """
-    if caller_blocks_own_transaction():
-        # Waiting would wait on the caller itself: SQLite's one writer is its transaction.
-        raise LedgerUnavailable(
-            "on SQLite the ledger cannot be written while the calling thread is inside a transaction"
-        )
+    _refuse_inside_callers_transaction()
     waited_until = time.monotonic() + LOCKED_WAIT_SECONDS
     pause = 0.005
     while True:
@@ -133,9 +131,21 @@ def write(work: Callable[[], T], *, durable: bool = True) -> T:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.1)
                 continue
-            raise LedgerUnavailable(
-                f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
-            ) from exc
+            raise _refused(exc) from exc
+
+
+def _refuse_inside_callers_transaction() -> None:
+    if caller_blocks_own_transaction():
+        # Waiting would wait on the caller itself: SQLite's one writer is its transaction.
+        raise LedgerUnavailable(
+            "on SQLite the ledger cannot be written while the calling thread is inside a transaction"
+        )
+
+
+def _refused(exc: DatabaseError) -> LedgerUnavailable:
+    return LedgerUnavailable(
+        f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
+    )
 
 
 def _locked(exc: DatabaseError) -> bool:
@@ -154,10 +164,18 @@ def open_call(
     result_text: str = "",
 ) -> uuid.UUID:
     """Insert the call's row (one query); a refused call is written finished, at once."""
+    row = _new_row(call, status, now, error_kind, result_text)
+    # A held call's row is what an approver will find: it waits for the disk. A running or
+    # refused call's row may not (docs/operator-guide.md, "The ledger's cost").
+    write(lambda: statements.insert(row), durable=status == ToolCallStatus.AWAITING_APPROVAL)
+    return row.id
+
+
+def _new_row(call: NewCall, status: str, now: datetime, error_kind: str, result_text: str) -> ToolCall:
     tool = call.tool
     server = tool.server if tool is not None else None
     finished = status in (ToolCallStatus.FAILED, ToolCallStatus.SUCCEEDED)
-    row = ToolCall(
+    return ToolCall(
         created=now,
         tool_name=clean(call.tool_name, NAME_CHARS),
         tool_id=tool.pk if tool is not None else None,
@@ -178,10 +196,6 @@ def open_call(
         finished_at=now if finished else None,
         **call.actor,
     )
-    # A held call's row is what an approver will find: it waits for the disk. A running or
-    # refused call's row may not (docs/operator-guide.md, "The ledger's cost").
-    write(lambda: row.save(force_insert=True), durable=status == ToolCallStatus.AWAITING_APPROVAL)
-    return row.id
 
 
 def may_have_run_kind(kind: str) -> str:
@@ -194,6 +208,16 @@ def may_have_run(call: ToolCall) -> bool:
     return call.error_kind.startswith(MAY_HAVE_RUN)
 
 
+class Rider(Protocol):
+    """Bookkeeping that rides in an outcome's write (a server's health stamp,
+    ``servers.health.Stamp``): its ``update``, or run on its own when called, reporting and
+    swallowing its own failure."""
+
+    update: statements.Update
+
+    def __call__(self) -> None: ...
+
+
 def finish(
     call_id: uuid.UUID,
     *,
@@ -204,10 +228,17 @@ def finish(
     result_text: str,
     now: datetime,
     structured: dict[str, Any] | None = None,
+    also: Sequence[Rider] = (),
 ) -> None:
     """Record the outcome of a running call (one query; a second without the kept answer when
     the database refuses the first). Raises only ``LedgerUnavailable``: the row could not be
-    written at all."""
+    written at all.
+
+    ``also``: bookkeeping written in the same writer job, never at the outcome's cost: on
+    PostgreSQL in the outcome's own statement (one round trip; when that statement fails, the
+    outcome is written alone and each rider on its own), elsewhere after it in the same
+    transaction (on SQLite one commit for both), each in a savepoint of its own.
+    """
     ended = {
         "status": ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED,
         "error_kind": error_kind[:ERROR_KIND_CHARS],
@@ -215,14 +246,34 @@ def finish(
         "era": era[:16],
         "finished_at": now,
     }
-    running = ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.RUNNING)
+    running = {"id": call_id, "status": ToolCallStatus.RUNNING}
     kept = _kept(result_text, structured)
+
+    def ended_with(**changes: Any) -> Callable[[], None]:
+        outcome = statements.Update(ToolCall, changes, running)
+
+        def work() -> None:
+            if also and statements.combines():
+                try:
+                    # A savepoint only inside a transaction (a relaxed write is in autocommit,
+                    # where a failed statement leaves nothing behind).
+                    with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                        statements.run(outcome, [rider.update for rider in also])
+                    return
+                except DatabaseError:
+                    pass  # which part failed is not known: the outcome alone, each rider on its own
+            statements.run(outcome)
+            for rider in also:
+                rider()
+
+        return work
+
     try:
-        write(lambda: running.update(result_preview_ciphertext=kept, **ended), durable=False)
+        write(ended_with(result_preview_ciphertext=kept, **ended), durable=False)
     except LedgerUnavailable:
         if not kept:
             raise
-        write(lambda: running.update(**ended), durable=False)
+        write(ended_with(**ended), durable=False)
 
 
 def expiry() -> timedelta:

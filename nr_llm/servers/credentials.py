@@ -8,6 +8,7 @@ decrypts, so rotation is: put the new key first, keep the old one after it, run
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
 
@@ -27,17 +28,25 @@ class CredentialUnavailable(Exception):
     """
 
 
+@functools.lru_cache(maxsize=16)
 def _fernet(material: str) -> Fernet:
     # HKDF turns any operator-chosen string into a 32-byte key and separates this use
-    # of SECRET_KEY from every other one Django makes.
+    # of SECRET_KEY from every other one Django makes. Kept per key material: a tool call
+    # encrypts twice (its arguments, its answer), and deriving anew each time cost more
+    # than the encryption (issue 26); a changed setting is a new material, so a new key.
     key = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"nr_llm.credentials", info=b"fernet").derive(
         material.encode()
     )
     return Fernet(base64.urlsafe_b64encode(key))
 
 
+@functools.lru_cache(maxsize=16)
+def _keyring_of(materials: tuple[str, ...]) -> MultiFernet:
+    return MultiFernet([_fernet(material) for material in materials])
+
+
 def _keyring() -> MultiFernet:
-    return MultiFernet([_fernet(material) for material in conf.CREDENTIAL_KEYS])
+    return _keyring_of(tuple(conf.CREDENTIAL_KEYS))
 
 
 def encrypt(secret: str) -> str:

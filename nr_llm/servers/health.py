@@ -14,23 +14,63 @@ transaction of its own (``ATOMIC_REQUESTS``, an ``atomic`` block) keeps the stam
 savepoint of it: the server row may be the caller's own uncommitted one, which another
 connection would not see, and on SQLite the caller holds the one write lock; there too a
 locked row is skipped.
+
+A caller that writes anyway right after the operation (a tool call's ledger outcome) carries
+the stamp in that write (``carried()``): one writer job and, on SQLite, one commit instead of
+two. The stamp is one statement that skips a locked row there too.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from concurrent.futures import Future, wait
+from collections.abc import Callable, Iterator
+from concurrent.futures import wait
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
 
+from .. import statements
 from ..mcp.protocol.endpoint import Endpoint
 from ..models import McpServer
 from ..own_transaction import hand_over
 
 logger = logging.getLogger("nr_llm.health")
+
+
+class Stamp:
+    """One server's contact: one UPDATE of its two contact columns (``update``, for a write
+    that carries it in its own statement), or run on its own (called), swallowing its failure.
+    Like ``QuerySet.update()`` it leaves ``updated`` (auto_now) and the import fields alone: a
+    contact is not an edit, and must not hide when an operator last changed the row."""
+
+    def __init__(self, identifier: str, now: datetime, latency_ms: int) -> None:
+        self.identifier = identifier
+        self.update = statements.Update(
+            McpServer,
+            {"last_contact": now, "last_latency_ms": max(0, int(latency_ms))},
+            {"identifier": identifier},
+            skip_locked=connection.features.has_select_for_update_skip_locked,
+        )
+
+    def __call__(self) -> None:
+        try:
+            if connection.in_atomic_block:
+                # A savepoint: a failing write must not leave the transaction it rides in aborted.
+                with transaction.atomic():
+                    statements.run(self.update)
+            else:
+                statements.run(self.update)  # autocommit (a relaxed write on PostgreSQL)
+        except Exception:
+            # A reporting boundary: the operation already has its answer, and a bookkeeping
+            # failure must never turn that into an error.
+            logger.warning("could not record contact with MCP server %s", self.identifier, exc_info=True)
+
+
+#: The stamps of the operations the current caller carries into its own next write.
+_carrier: ContextVar[list[Stamp] | None] = ContextVar("nr_llm_health_carrier", default=None)
 
 
 class HealthRecorder:
@@ -44,40 +84,40 @@ class HealthRecorder:
         self._now = now
 
     def record_contact(self, endpoint: Endpoint, latency_ms: int) -> None:
-        identifier = endpoint.identifier
-        changes = {"last_contact": self._now(), "last_latency_ms": max(0, int(latency_ms))}
-
-        def stamp() -> None:
-            rows = McpServer.objects.filter(identifier=identifier)
-            if connection.features.has_select_for_update_skip_locked:
-                rows = McpServer.objects.filter(pk__in=rows.select_for_update(skip_locked=True).values("pk"))
-            # QuerySet.update() leaves `updated` (auto_now) and the import fields alone:
-            # a contact is not an edit, and must not hide when an operator last changed the row.
-            rows.update(**changes)
-
+        stamp = Stamp(endpoint.identifier, self._now(), latency_ms)
         if connection.in_atomic_block:
-            try:
-                # A savepoint: a failing write must not leave the caller's transaction aborted.
-                with transaction.atomic():
-                    stamp()
-            except Exception:
-                _swallowed(identifier)
+            stamp()  # in a savepoint of the caller's transaction (see the module's docstring)
             return
-        done = hand_over(stamp)
-        done.add_done_callback(lambda finished: _report(finished, identifier))
-        if connection.vendor == "sqlite":
-            # One write at a time: a caller's next write must not meet its own stamp holding
-            # the lock (an in-memory database refuses at once instead of waiting).
-            wait([done])
+        carried_by = _carrier.get()
+        if carried_by is not None:
+            carried_by.append(stamp)
+            return
+        write([stamp])
 
 
-def _report(done: Future[object], identifier: str) -> None:
-    exc = done.exception()
-    if exc is not None:
-        # A reporting boundary: the operation already has its answer, and a bookkeeping
-        # failure must never turn that into an error.
-        logger.warning("could not record contact with MCP server %s", identifier, exc_info=exc)
+@contextmanager
+def carried() -> Iterator[list[Stamp]]:
+    """Collect the stamps of the operations run inside instead of writing them; the caller runs
+    them in its next own-transaction write (each swallows its failure), or ``write``s them."""
+    stamps: list[Stamp] = []
+    token = _carrier.set(stamps)
+    try:
+        yield stamps
+    finally:
+        _carrier.reset(token)
 
 
-def _swallowed(identifier: str) -> None:
-    logger.warning("could not record contact with MCP server %s", identifier, exc_info=True)
+def write(stamps: list[Stamp]) -> None:
+    """Hand ``stamps`` to the writer threads, as a recorder does when nothing carries them."""
+    if not stamps:
+        return
+
+    def run() -> None:
+        for stamp in stamps:
+            stamp()
+
+    done = hand_over(run)
+    if connection.vendor == "sqlite":
+        # One write at a time: a caller's next write must not meet its own stamp holding
+        # the lock (an in-memory database refuses at once instead of waiting).
+        wait([done])

@@ -59,9 +59,10 @@ def argument_problems(
 ) -> list[str]:
     """Every way ``arguments`` breaks ``schema``, as short sentences; empty when it is valid."""
     validator_class = validator_for(schema, default=Draft202012Validator)
-    if reason := _schema_problem(validator_class, json.dumps(schema, sort_keys=True)):
+    encoded = json.dumps(schema, sort_keys=True)
+    if reason := _schema_problem(validator_class, encoded):
         return [f"The stored input schema is not valid JSON Schema ({reason}); re-import the catalogue."]
-    validator = _bounded(validator_class)(schema, format_checker=_FORMATS)
+    validator = _validator(validator_class, encoded)
     token = _BUDGET.set((clock() + seconds, clock))
     try:
         errors = sorted(
@@ -89,6 +90,13 @@ def _schema_problem(validator_class: Any, encoded: str) -> str:
     except SchemaError as exc:
         return clean(exc.message)
     return ""
+
+
+@functools.lru_cache(maxsize=512)
+def _validator(validator_class: Any, encoded: str) -> Any:
+    """The checking validator of a schema, built once per schema (it holds nothing of a check:
+    the pattern budget is the running check's, in a context variable)."""
+    return _bounded(validator_class)(json.loads(encoded), format_checker=_FORMATS)
 
 
 @functools.cache

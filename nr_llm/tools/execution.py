@@ -23,6 +23,9 @@ import logging
 import time
 import traceback
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,10 +42,11 @@ from ..mcp.protocol import content, resend
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import clean, encodable
 from ..models import DEFINITION_CHANGED, McpTool
-from ..servers import credentials
+from ..servers import credentials, health
 from ..servers.endpoints import endpoint_for, mcp_client
 from . import telemetry
 from .arguments import checked_arguments, refusal_text
+from .lookup import tool_by_name
 from .registry import LocalTool, local_tool
 from .results import ToolResult, ToolStatus
 from .threads import refuse_in_event_loop
@@ -80,6 +84,8 @@ class _Trace:
     call: NewCall | None = None
     #: The call was handed to the MCP client: from here a failure may come after it ran.
     sent: bool = False
+    #: The server's health stamps of the call, written with its outcome (one write, not two).
+    stamps: list[health.Stamp] = field(default_factory=list, repr=False)
 
 
 @dataclass(frozen=True)
@@ -170,7 +176,7 @@ def _execute(
     local = local_tool(name)
     if local is not None:
         return _run_recorded(trace, call, lambda: _run_local(local, arguments), wall)
-    row = McpTool.objects.select_related("server").filter(tool_name=name).first()
+    row = _catalogue_row(name)
     if row is None:
         return _refused(trace, call, "unknown_tool", f"unknown tool {clean(name)!r}", wall)
     server = row.server
@@ -195,6 +201,27 @@ def _execute(
     if server.requires_approval:
         return _hold(trace, call, wall)
     return _run_recorded(trace, call, lambda: _run_remote(trace, row, arguments, client), wall)
+
+
+#: The row a turn's plan read for the call this thread runs (``turn.py``): not read twice.
+_planned_row: ContextVar[McpTool | None] = ContextVar("nr_llm_planned_row", default=None)
+
+
+def _catalogue_row(name: str) -> McpTool | None:
+    planned = _planned_row.get()
+    if planned is not None and planned.tool_name == name:
+        return planned
+    return tool_by_name(name)
+
+
+@contextmanager
+def planned_row(row: McpTool | None) -> Iterator[None]:
+    """Run ``execute`` in this block with ``row`` as its catalogue row (a turn read it already)."""
+    token = _planned_row.set(row)
+    try:
+        yield
+    finally:
+        _planned_row.reset(token)
 
 
 def _canonical(arguments: object) -> tuple[str, str]:
@@ -287,6 +314,8 @@ def _hold(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
 
 
 def _run_recorded(trace: _Trace, call: NewCall, run: Any, wall: WallClock) -> ToolResult:
+    # The row is committed before the call can reach the server. Writing it beside the building
+    # of the request was tried and measured slower: the two halves share one interpreter lock.
     try:
         trace.call_id = ledger.open_call(call, ToolCallStatus.RUNNING, wall())
         trace.running = True
@@ -305,16 +334,27 @@ def _finish(trace: _Trace, run: Any, started: float, wall: WallClock) -> ToolRes
             # thread): the call may have been sent, so the row says so instead of "running".
             _record_outcome(trace, _interrupted(trace, exc), started, wall)
         raise
+    finally:
+        if trace.call_id is None or not trace.running:
+            _write_stamps(trace)  # no outcome write to ride in
     telemetry.note_error(ran.error_kind)
     if trace.call_id is not None and trace.running:
         _record_outcome(trace, ran, started, wall)
     return dataclasses.replace(ran.result, call_id=trace.call_id)
 
 
+def _write_stamps(trace: _Trace) -> None:
+    stamps, trace.stamps = trace.stamps, []
+    health.write(stamps)
+
+
 def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -> None:
     assert trace.call_id is not None
     trace.running = False
+    stamps, trace.stamps = trace.stamps, []
     try:
+        # The stamp rides in the outcome's write: one writer job (on SQLite one commit) instead
+        # of two; it is one statement that skips a locked server row, never waits for it.
         ledger.finish(
             trace.call_id,
             is_error=ran.result.is_error,
@@ -324,11 +364,13 @@ def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -
             result_text=ran.result.text,
             now=wall(),
             structured=ran.result.structured,
+            also=stamps,
         )
     except LedgerUnavailable as exc:
         logger.error(
             "the outcome of tool call %s (%s) was not recorded: %s", trace.call_id, trace.name, exc.for_log()
         )
+        health.write(stamps)  # the contact happened all the same
 
 
 def _lost(trace: _Trace, call: NewCall, exc: LedgerUnavailable) -> None:
@@ -385,8 +427,16 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
     caller = client or mcp_client()
     trace.sent = True
     try:
-        # The imported schema goes along: a 2026-07-28 server reads x-mcp-header arguments as headers.
-        outcome = caller.call_tool(endpoint, row.remote_name, arguments, input_schema=row.input_schema)
+        # The client's health stamp rides in the outcome's ledger write (_record_outcome).
+        with health.carried() as stamps:
+            try:
+                # The imported schema goes along: a 2026-07-28 server reads x-mcp-header arguments
+                # as headers.
+                outcome = caller.call_tool(
+                    endpoint, row.remote_name, arguments, input_schema=row.input_schema
+                )
+            finally:
+                trace.stamps += stamps
     except McpTransportError as exc:
         authorization.observe(server, exc)
         kind, is_error = exc.kind, True

@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..conf import conf
@@ -33,11 +33,16 @@ from ..mcp.wire.text import clean
 from ..models import McpTool
 from ..own_transaction import caller_blocks_own_transaction
 from . import threads
-from .execution import ToolCaller, execute
+from .execution import ToolCaller, execute, planned_row
 from .results import ToolResult
 from .turn_calls import TurnCall, read_call
 
 logger = logging.getLogger("nr_llm.tools")
+
+#: How long the rows a turn's plan read stand for a call's own read: an operator's change (a
+#: tool disabled, approval required) reaches every call that starts later, as it reaches a
+#: lone execute() that reads its row as it starts.
+PLANNED_ROW_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,10 @@ class _Planned:
     cap: int = 0
     alone: bool = False
     budget: float = 0.0
+    #: The catalogue row the plan read, and when: a call that starts while it is fresh uses it
+    #: instead of reading it again; one that waited for a place reads it anew.
+    row: McpTool | None = field(default=None, repr=False, compare=False)
+    read_at: float = 0.0
 
 
 @dataclass
@@ -116,14 +125,16 @@ def _runner(
     def run(planned: _Planned) -> ToolResult:
         if planned.call.problem:
             return _not_run(f"call {planned.index + 1} of this turn was not run: {planned.call.problem}")
-        return execute(
-            cast(str, planned.call.name),
-            cast(dict[str, Any], planned.call.arguments),
-            client=client,
-            actor=actor,
-            data_class_ceiling=ceiling,
-            clock=clock,
-        )
+        fresh = time.monotonic() - planned.read_at <= PLANNED_ROW_SECONDS
+        with planned_row(planned.row if fresh else None):
+            return execute(
+                cast(str, planned.call.name),
+                cast(dict[str, Any], planned.call.arguments),
+                client=client,
+                actor=actor,
+                data_class_ceiling=ceiling,
+                clock=clock,
+            )
 
     return run
 
@@ -150,9 +161,9 @@ def _plan(planned: list[_Planned]) -> _Turn:
         return _Turn([], [], [_not_run(text) for _ in planned], time.monotonic())
     rows = {
         row.tool_name: row
-        for row in McpTool.objects.select_related("server").filter(
-            tool_name__in={p.call.name for p in planned if isinstance(p.call.name, str)}
-        )
+        for row in McpTool.objects.select_related("server")
+        .filter(tool_name__in={p.call.name for p in planned if isinstance(p.call.name, str)})
+        .order_by()
     }
     concurrent: list[_Planned] = []
     alone: list[_Planned] = []
@@ -188,6 +199,8 @@ def _placed(each: _Planned, row: McpTool | None) -> _Planned:
         alone=row.run_alone or (server.run_writes_alone and not read_only),
         # The leg machine may overrun a budget by under a second (ARCHITECTURE.md).
         budget=server.budget_seconds + 1.0,
+        row=row,
+        read_at=time.monotonic(),
     )
 
 

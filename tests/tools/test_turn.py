@@ -329,3 +329,45 @@ def test_arguments_the_turn_reads_reach_the_ledger_as_execute_records_them():
     assert row.arguments_digest == ledger.digest_of(
         json.dumps({"text": "é"}, separators=(",", ":"), ensure_ascii=False)
     )
+
+
+def test_calls_that_start_at_once_reuse_the_rows_the_plan_read(monkeypatch):
+    """The plan read the catalogue once: the calls starting with it read no row of their own."""
+    from nr_llm.tools import execution, lookup
+
+    _tools("reads", "a", "b", "c")
+    reads: list[str] = []
+    real = lookup.tool_by_name
+
+    def counted(name: str) -> Any:
+        reads.append(name)
+        return real(name)
+
+    monkeypatch.setattr(execution, "tool_by_name", counted)
+    results = tools.execute_many(
+        [(f"mcp_reads_{n}", {"text": n}) for n in "abc"], client=RecordingClient(0.05)
+    )
+    assert [r.text for r in results] == ["a:a", "b:b", "c:c"]
+    assert reads == []
+
+
+def test_a_call_that_waited_for_its_place_reads_its_row_anew(settings, monkeypatch):
+    """An operator's change made while a call waited (here: the tool disabled) reaches it, as it
+    would reach an execute() made then: the plan's row is not used past its freshness."""
+    from nr_llm.tools import turn
+
+    settings.NR_LLM_TOOL_CONCURRENCY_PER_SERVER = 1
+    monkeypatch.setattr(turn, "PLANNED_ROW_SECONDS", 0.1)
+    _tools("waits", "first", "second")
+
+    class Disabling(RecordingClient):
+        def call_tool(self, endpoint: Endpoint, name: str, *args: Any, **kwargs: Any) -> CallOutcome:
+            outcome = super().call_tool(endpoint, name, *args, **kwargs)
+            McpTool.objects.filter(tool_name="mcp_waits_second").update(enabled=False)
+            return outcome
+
+    first, second = tools.execute_many(
+        [("mcp_waits_first", {"text": "1"}), ("mcp_waits_second", {"text": "2"})], client=Disabling(0.3)
+    )
+    assert (first.is_error, first.text) == (False, "first:1")
+    assert second.is_error and "is disabled" in second.text

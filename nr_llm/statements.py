@@ -1,0 +1,144 @@
+"""Statements of the tool-call path, each written once per database, run without the ORM's
+per-call compiling.
+
+A tool call writes its ledger row twice and stamps its server once; through the ORM each
+write compiles its statement anew (every column's SQL, placeholders, the model's save
+machinery), which on a small host costs more than the database's own work. These statements
+are the same every time but for their values, so they are built once per database alias from
+the model's meta (names quoted by the backend) and their values prepared by each field's own
+``get_db_prep_save``, exactly as the ORM sends them. ``tests/test_statements.py`` holds each
+equal to the ORM's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Field, Model
+
+_Fields = tuple[Field[Any, Any], ...]
+_built: dict[tuple[Any, ...], tuple[str, _Fields]] = {}
+
+
+def column(field: Field[Any, Any]) -> str:
+    """The field's quoted column name (a concrete field has one)."""
+    assert field.column is not None, field
+    return connection.ops.quote_name(field.column)
+
+
+def field_of(model: type[Model], name: str) -> Field[Any, Any]:
+    found = model._meta.get_field(name)
+    assert isinstance(found, Field), name
+    return found
+
+
+def table(model: type[Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def database() -> BaseDatabaseWrapper:
+    """This thread's connection itself: ``django.db.connection`` is a proxy that looks it up
+    again on every attribute read, which the per-field preparation below would do dozens of
+    times per statement."""
+    return connections[DEFAULT_DB_ALIAS]
+
+
+def insert(row: Model) -> None:
+    """INSERT ``row`` with every concrete field, as ``save(force_insert=True)`` does but for the
+    signals (the ledger's models have no receivers; their primary key is set in Python)."""
+    db = database()
+    model = type(row)
+    key = ("insert", db.alias, model)
+    built = _built.get(key)
+    if built is None:
+        fields: _Fields = tuple(model._meta.concrete_fields)
+        sql = (
+            f"INSERT INTO {table(model)} ({', '.join(column(field) for field in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))})"
+        )
+        built = _built[key] = (sql, fields)
+    sql, fields = built
+    values = [field.get_db_prep_save(field.pre_save(row, True), db) for field in fields]
+    with db.cursor() as cursor:
+        cursor.execute(sql, values)
+    row._state.adding = False
+    row._state.db = db.alias
+
+
+@dataclass(frozen=True)
+class Update:
+    """UPDATE the rows of ``model`` whose fields equal ``where``, setting ``changes`` (both keyed
+    by field name). Like ``QuerySet.update()`` it leaves ``auto_now`` fields alone.
+
+    ``skip_locked`` (PostgreSQL): a row another transaction holds is skipped, never waited for.
+    It is one statement, so it may run in autocommit, where the ORM refuses ``FOR UPDATE``.
+    """
+
+    model: type[Model]
+    changes: dict[str, Any]
+    where: dict[str, Any]
+    skip_locked: bool = False
+
+    def sql(self) -> tuple[str, list[Any]]:
+        key = (
+            "update",
+            connection.alias,
+            self.model,
+            tuple(self.changes),
+            tuple(self.where),
+            self.skip_locked,
+        )
+        built = _built.get(key)
+        if built is None:
+            meta = self.model._meta
+            assert meta.pk is not None
+            pk, name = column(meta.pk), table(self.model)
+            setting = [field_of(self.model, field) for field in self.changes]
+            matching = [field_of(self.model, field) for field in self.where]
+            assignments = ", ".join(f"{column(field)} = %s" for field in setting)
+            matched = " AND ".join(f"{column(field)} = %s" for field in matching)
+            if self.skip_locked:
+                matched = f"{pk} IN (SELECT {pk} FROM {name} WHERE {matched} FOR UPDATE SKIP LOCKED)"
+            fields: _Fields = (*setting, *matching)
+            built = _built[key] = (f"UPDATE {name} SET {assignments} WHERE {matched}", fields)
+        sql, fields = built
+        values = [*self.changes.values(), *self.where.values()]
+        return sql, [
+            field.get_db_prep_save(value, connection) for field, value in zip(fields, values, strict=True)
+        ]
+
+
+def update(
+    model: type[Model], changes: dict[str, Any], where: dict[str, Any], *, skip_locked: bool = False
+) -> int:
+    """Run ``Update(model, changes, where, skip_locked)``; the number of rows it changed."""
+    return run(Update(model, changes, where, skip_locked))
+
+
+def combines() -> bool:
+    """Whether ``run`` carries riders in the update's own statement (PostgreSQL); elsewhere a
+    caller runs them after it, each on its own."""
+    return connection.vendor == "postgresql"
+
+
+def run(update: Update, riders: Sequence[Update] = ()) -> int:
+    """Run ``update``, with ``riders`` in the same statement (data-modifying ``WITH`` clauses:
+    one round trip, and one whole: if it fails, none of it was done); the number of rows
+    ``update`` changed. Riders need ``combines()``."""
+    sql, values = update.sql()
+    if riders:
+        if not combines():
+            raise ValueError(f"{connection.vendor} cannot carry updates in another's statement")
+        clauses, leading = [], []
+        for position, rider in enumerate(riders):
+            rider_sql, rider_values = rider.sql()
+            clauses.append(f"nr_llm_rider_{position} AS ({rider_sql})")
+            leading += rider_values
+        sql, values = f"WITH {', '.join(clauses)} {sql}", [*leading, *values]
+    with database().cursor() as cursor:
+        cursor.execute(sql, values)
+        return int(cursor.rowcount)
