@@ -11,7 +11,7 @@ face importing its own modules is not a circle).
 The layers, lowest first (docs: README, "Layout"):
 
 0. ``nr_llm.mcp``: the protocol client (its rooms: tests/mcp/test_layers.py).
-1. vocabulary and settings: ``vocabulary``, ``conf``, ``own_transaction``, ``statements``; ``observability``
+1. vocabulary and settings: ``vocabulary``, ``conf``, ``own_transaction``; ``observability``
    (request completion: settings only).
 2. persistence: ``servers.credentials``, the models.
 3. services: everything not named in another layer (forms too: the admin and the
@@ -82,7 +82,7 @@ def imports_of(path: Path, source: str | None = None) -> set[str]:
 GRAPH = {name: imports_of(path) for name, path in MODULES.items()}
 
 _ENTRY_POINTS = ("admin", "views", "urls", "checks", "apps")
-_SETTINGS = ("nr_llm.vocabulary", "nr_llm.conf", "nr_llm.own_transaction", "nr_llm.statements")
+_SETTINGS = ("nr_llm.vocabulary", "nr_llm.conf", "nr_llm.own_transaction")
 
 
 def layer(module: str) -> int:

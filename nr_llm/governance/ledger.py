@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from django.db import DatabaseError, connection, transaction
 
-from .. import statements
 from ..conf import conf
 from ..mcp.wire.text import clean, encodable
 from ..own_transaction import caller_blocks_own_transaction, relaxed, run_in_own_transaction
 from ..servers import credentials
 from ..servers.credentials import CredentialUnavailable
+from . import statements
 from .models import ToolCall, ToolCallStatus
 
 if TYPE_CHECKING:
@@ -119,7 +119,11 @@ def write(work: Callable[[], T], *, durable: bool = True) -> T:
     ``durable=False``: the commit does not wait for the disk (``own_transaction.relaxed``), for
     a call's own row as it starts and ends; decisions and claims always wait.
     """
-    _refuse_inside_callers_transaction()
+    if caller_blocks_own_transaction():
+        # Waiting would wait on the caller itself: SQLite's one writer is its transaction.
+        raise LedgerUnavailable(
+            "on SQLite the ledger cannot be written while the calling thread is inside a transaction"
+        )
     waited_until = time.monotonic() + LOCKED_WAIT_SECONDS
     pause = 0.005
     while True:
@@ -131,21 +135,9 @@ def write(work: Callable[[], T], *, durable: bool = True) -> T:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.1)
                 continue
-            raise _refused(exc) from exc
-
-
-def _refuse_inside_callers_transaction() -> None:
-    if caller_blocks_own_transaction():
-        # Waiting would wait on the caller itself: SQLite's one writer is its transaction.
-        raise LedgerUnavailable(
-            "on SQLite the ledger cannot be written while the calling thread is inside a transaction"
-        )
-
-
-def _refused(exc: DatabaseError) -> LedgerUnavailable:
-    return LedgerUnavailable(
-        f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
-    )
+            raise LedgerUnavailable(
+                f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
+            ) from exc
 
 
 def _locked(exc: DatabaseError) -> bool:
@@ -164,18 +156,10 @@ def open_call(
     result_text: str = "",
 ) -> uuid.UUID:
     """Insert the call's row (one query); a refused call is written finished, at once."""
-    row = _new_row(call, status, now, error_kind, result_text)
-    # A held call's row is what an approver will find: it waits for the disk. A running or
-    # refused call's row may not (docs/operator-guide.md, "The ledger's cost").
-    write(lambda: statements.insert(row), durable=status == ToolCallStatus.AWAITING_APPROVAL)
-    return row.id
-
-
-def _new_row(call: NewCall, status: str, now: datetime, error_kind: str, result_text: str) -> ToolCall:
     tool = call.tool
     server = tool.server if tool is not None else None
     finished = status in (ToolCallStatus.FAILED, ToolCallStatus.SUCCEEDED)
-    return ToolCall(
+    row = ToolCall(
         created=now,
         tool_name=clean(call.tool_name, NAME_CHARS),
         tool_id=tool.pk if tool is not None else None,
@@ -196,6 +180,10 @@ def _new_row(call: NewCall, status: str, now: datetime, error_kind: str, result_
         finished_at=now if finished else None,
         **call.actor,
     )
+    # A held call's row is what an approver will find: it waits for the disk. A running or
+    # refused call's row may not (docs/operator-guide.md, "The ledger's cost").
+    write(lambda: statements.insert(row), durable=status == ToolCallStatus.AWAITING_APPROVAL)
+    return row.id
 
 
 def may_have_run_kind(kind: str) -> str:

@@ -32,7 +32,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from .. import statements
+from ..governance import statements
 from ..mcp.protocol.endpoint import Endpoint
 from ..models import McpServer
 from ..own_transaction import hand_over

@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 
-from .. import statements
+from ..governance import statements
 from ..models import McpServer, McpTool
 
 _Converter = Any  # (value, expression, connection) -> value, as Django's converters are

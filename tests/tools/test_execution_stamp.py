@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from nr_llm import own_transaction, statements, tools
-from nr_llm.governance import ledger
+from nr_llm import own_transaction, tools
+from nr_llm.governance import ledger, statements
 from nr_llm.governance.ledger import LedgerUnavailable
 from nr_llm.mcp import CallOutcome, Endpoint
 from nr_llm.models import McpServer, ToolCallStatus

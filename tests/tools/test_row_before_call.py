@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from nr_llm import statements, tools
+from nr_llm import tools
+from nr_llm.governance import statements
 from nr_llm.mcp.wire.legs import LegMachine
 from nr_llm.models import ToolCall, ToolCallStatus
 from tests import catalogue_peers

@@ -11,10 +11,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
 from django.test.utils import CaptureQueriesContext
 
-from nr_llm import statements
+from nr_llm.governance import statements
 from nr_llm.models import McpServer, ToolCall, ToolCallStatus
 
-from .factories import McpServerFactory, McpToolFactory
+from ..factories import McpServerFactory, McpToolFactory
 
 pytestmark = pytest.mark.django_db
 WHEN = datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
@@ -70,8 +70,8 @@ def test_an_update_changes_only_the_matching_rows_and_counts_them():
         statements.insert(row)
     changes = {"status": ToolCallStatus.SUCCEEDED, "duration_ms": 5, "finished_at": WHEN, "era": "modern"}
     where = {"id": running.pk, "status": ToolCallStatus.RUNNING}
-    assert statements.update(ToolCall, changes, where) == 1
-    assert statements.update(ToolCall, {"status": ToolCallStatus.FAILED}, where) == 0
+    assert statements.run(statements.Update(ToolCall, changes, where)) == 1
+    assert statements.run(statements.Update(ToolCall, {"status": ToolCallStatus.FAILED}, where)) == 0
     ended = ToolCall.objects.get(pk=running.pk)
     assert (ended.status, ended.duration_ms, ended.finished_at, ended.era) == (
         ToolCallStatus.SUCCEEDED,
@@ -87,6 +87,6 @@ def test_an_update_leaves_auto_now_alone_as_queryset_update_does():
     server = McpServerFactory.create()
     before = McpServer.objects.get(pk=server.pk).updated
     changes = {"last_contact": WHEN, "last_latency_ms": 9}
-    assert statements.update(McpServer, changes, {"identifier": server.identifier}) == 1
+    assert statements.run(statements.Update(McpServer, changes, {"identifier": server.identifier})) == 1
     after = McpServer.objects.get(pk=server.pk)
     assert (after.updated, after.last_contact, after.last_latency_ms) == (before, WHEN, 9)

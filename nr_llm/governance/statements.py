@@ -6,8 +6,8 @@ write compiles its statement anew (every column's SQL, placeholders, the model's
 machinery), which on a small host costs more than the database's own work. These statements
 are the same every time but for their values, so they are built once per database alias from
 the model's meta (names quoted by the backend) and their values prepared by each field's own
-``get_db_prep_save``, exactly as the ORM sends them. ``tests/test_statements.py`` holds each
-equal to the ORM's.
+``get_db_prep_save``, exactly as the ORM sends them. ``tests/governance/test_statements.py``
+holds each equal to the ORM's.
 """
 
 from __future__ import annotations
@@ -110,13 +110,6 @@ class Update:
         return sql, [
             field.get_db_prep_save(value, connection) for field, value in zip(fields, values, strict=True)
         ]
-
-
-def update(
-    model: type[Model], changes: dict[str, Any], where: dict[str, Any], *, skip_locked: bool = False
-) -> int:
-    """Run ``Update(model, changes, where, skip_locked)``; the number of rows it changed."""
-    return run(Update(model, changes, where, skip_locked))
 
 
 def combines() -> bool:
