@@ -114,6 +114,19 @@ class Demo:
     def tree(self) -> list[Proc]:
         return descendants(self.make.pid)
 
+    def whole_tree(self, count: int, seconds: float = 30.0) -> list[Proc]:
+        """The tree once it holds ``count`` processes (or as it is after ``seconds``).
+
+        The banner follows the listening ports, and a gunicorn master listens before it forks
+        its worker: for a moment after the banner a worker may not exist yet.
+        """
+        deadline = time.monotonic() + seconds
+        tree = self.tree()
+        while len(tree) < count and time.monotonic() < deadline:
+            time.sleep(0.1)
+            tree = self.tree()
+        return tree
+
     def python(self) -> Proc:
         """The demo's own process: make's only child (the recipe execs it)."""
         (child,) = [proc for proc in self.tree() if _stat(proc.pid) == (self.make.pid, proc.started)]

@@ -76,7 +76,7 @@ def _name(signum: int) -> str:
 
 def _stop_and_check(demo: Demo, send: str, signum: int) -> str:
     """Send ``signum`` the way ``send`` names; return make's console once all is checked."""
-    tree = demo.tree()
+    tree = demo.whole_tree(7)
     commands = " | ".join(proc.command for proc in tree)
     # Below make: project.demo -> (authorization server -> worker, protected MCP server, demo
     # MCP server, gunicorn master -> worker), seven processes: nothing missing.
