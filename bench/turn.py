@@ -16,7 +16,9 @@ Compared round by round, so all see the same load:
 - ``tools.execute()``: the same call through the tool API (lookup, ceiling, two ledger rows
   in their own transactions, the stamp);
 - a 4-call turn: ``execute_many``, ``aexecute`` gathered and ``aexecute_many`` (in one event
-  loop, as an async view has it), and for reference 4 ``execute()`` one after another.
+  loop, as an async view has it), and for reference 4 ``execute()`` one after another;
+- and what no turn can beat on this machine: the client's 4 warm calls at once on 4 threads,
+  no ledger (the server's and this process's own work for 4 calls side by side).
 
 Ms per call or per turn (median of rounds), and ratios against one floor POST and one warm
 client call. Targets (issue 26): ``execute()`` at most 3 ms over the client's warm call; a
@@ -37,6 +39,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -48,6 +51,7 @@ MANY = "4-call turn: `execute_many`"
 GATHERED = "4-call turn: `aexecute` ×4 gathered"
 AMANY = "4-call turn: `aexecute_many`"
 SERIAL = "4-call turn: `execute()` ×4 one after another"
+CLIENTS = "4 warm client calls at once (threads): a turn's floor here"
 TURN = [MANY, GATHERED, AMANY, SERIAL]
 
 
@@ -159,9 +163,15 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
             for name, args in turn_calls:
                 check(tools.execute(name, args, client=client))
 
+        side_by_side = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bench-client")
+
+        def clients() -> None:
+            list(side_by_side.map(lambda call: client.call_tool(endpoint, "echo", call[1]), turn_calls))
+
         contenders: dict[str, Callable[[int], None]] = {
             FLOOR: floor(url, ca, proxy_port),
             CLIENT: calls(lambda: client.call_tool(endpoint, "echo", arguments)),
+            CLIENTS: calls(clients),
             EXECUTE: calls(lambda: check(tools.execute("mcp_bench_echo", arguments, client=client))),
             MANY: calls(many),
             GATHERED: calls(lambda: loop.run_until_complete(gathered())),
@@ -178,6 +188,7 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
                 run(ops)
                 times[name].append((time.perf_counter() - started) * 1000 / ops)
         loop.close()
+        side_by_side.shutdown()
         process_pool().clear()
     ms = {name: statistics.median(values) for name, values in times.items()}
 

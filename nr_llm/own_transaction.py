@@ -13,6 +13,10 @@ and no connection opened per write, and the process never holds more than ``WRIT
 extra connections (one on SQLite), however many requests write at once. ``close_writers()`` lets go of them
 (a test database about to be dropped); a forked child starts its own.
 
+A tool call's own rows need not even the hand-over on PostgreSQL: written as one relaxed
+statement (``relaxed``) by a caller with no transaction open, they run on the caller's own
+connection, in autocommit, where no rollback of the caller's can reach them either.
+
 SQLite allows one writer at a time: while the calling thread holds a write transaction, a
 second connection cannot write (in tests, whose shared in-memory database answers "database
 table is locked" at once) or waits for a lock its own caller will never release.
@@ -27,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 from django.db import DatabaseError, connection, transaction
@@ -110,26 +115,36 @@ class _Writers:
 
 
 def _run(work: Callable[[], T]) -> T:
-    if connection.vendor != "postgresql":
-        with transaction.atomic():
-            return work()
-    # The writers' sessions do not wait for the disk at commit: a relaxed write (one statement)
-    # runs in autocommit, one round trip; every other write is a transaction that asks to wait.
-    session = connection.connection
-    if session is None or _relaxed_sessions.get(threading.get_ident()) is not session:
-        with connection.cursor() as cursor:
-            cursor.execute("SET synchronous_commit TO OFF")
-        _relaxed_sessions[threading.get_ident()] = connection.connection
-    if getattr(work, "relaxed_commit", False):
-        return work()
+    if connection.vendor == "postgresql" and getattr(work, "relaxed_commit", False):
+        # One statement in autocommit, its commit not waiting for the disk (``relaxed``).
+        return _relaxing(work)
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO ON")
         return work()
 
 
-#: Per writer thread, the database session already set to relaxed commits.
-_relaxed_sessions: dict[int, object] = {}
+#: Set while a relaxed write runs: its statements end in ``relaxed_clause()``.
+_relaxed: ContextVar[bool] = ContextVar("nr_llm_relaxed_commit", default=False)
+
+
+def _relaxing(work: Callable[[], T]) -> T:
+    token = _relaxed.set(True)
+    try:
+        return work()
+    finally:
+        _relaxed.reset(token)
+
+
+def relaxed_clause() -> str:
+    """What a statement of a relaxed write ends with on PostgreSQL, else "".
+
+    ``set_config(..., true)`` in the statement's ``RETURNING`` list sets ``synchronous_commit``
+    for the statement's own (autocommit) transaction only, before it commits: one round trip,
+    and the session keeps its setting (the caller's own connection may run it). A statement
+    that changes no row does not evaluate it, and has nothing of its own to wait for.
+    """
+    if _relaxed.get() and connection.vendor == "postgresql":
+        return " RETURNING set_config('synchronous_commit', 'off', true)"
+    return ""
 
 
 def _drop_if_unusable() -> None:
@@ -152,12 +167,17 @@ os.register_at_fork(after_in_child=_forked)
 
 class relaxed(Generic[T]):
     """``work`` of ONE statement whose commit need not wait for the disk (PostgreSQL's
-    ``synchronous_commit`` off): run in autocommit, one round trip, visible to every session and
-    safe from a caller's rollback at once, durable a fraction of a second later. Only what a
-    database server's crash may lose without harm: never a state move another decision relies
-    on (an approval, a claim). Statements after the first (a health stamp riding along) each
-    commit on their own and swallow their own failure. Elsewhere (SQLite) it is an ordinary
-    transaction."""
+    ``synchronous_commit`` off, ``relaxed_clause``): run in autocommit, one round trip, visible
+    to every session and safe from a caller's rollback at once, durable a fraction of a second
+    later. Only what a database server's crash may lose without harm: never a state move another
+    decision relies on (an approval, a claim). Statements after the first (a health stamp riding
+    along) each commit on their own and swallow their own failure. Elsewhere (SQLite) it is an
+    ordinary transaction.
+
+    On PostgreSQL, a caller with no transaction open runs it on its own connection
+    (``run_in_own_transaction``): an autocommit statement is a transaction of its own there
+    already, which no later rollback of the caller's can reach, so no hand-over to a writer
+    thread is needed, nor its wake-ups."""
 
     relaxed_commit = True
 
@@ -173,8 +193,28 @@ def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-tra
     committed, and its exception (a failed commit's included) is raised here.
 
     ``name`` says what the work is for: the writer thread bears it while the work runs.
+    ``relaxed`` work of a caller with no transaction open runs here, on PostgreSQL (``relaxed``).
     """
+    if getattr(work, "relaxed_commit", False) and _in_place():
+        try:
+            return _relaxing(work)
+        except DatabaseError:
+            if connection.is_usable():
+                raise  # the statement's own failure: a writer would meet it too
+            # A connection the server closed meanwhile: dropped (the caller's next query opens
+            # a fresh one), and the write goes to a writer, whose connection is checked.
+            connection.close()
     return _writers.submit(work, name).result()
+
+
+def _in_place() -> bool:
+    """The calling thread's connection is PostgreSQL's, in autocommit, in no transaction."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        return False
+    try:
+        return connection.get_autocommit()
+    except DatabaseError:
+        return False  # no connection to be had here now: a writer may have one
 
 
 def hand_over(work: Callable[[], object]) -> Future[object]:

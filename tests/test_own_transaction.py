@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from nr_llm import own_transaction
 from nr_llm.models import McpServer
@@ -15,6 +15,7 @@ from nr_llm.own_transaction import (
     caller_blocks_own_transaction,
     close_writers,
     hand_over,
+    relaxed,
     run_in_own_transaction,
     settle,
 )
@@ -123,3 +124,89 @@ def test_hand_over_does_not_wait_and_settle_does():
     gate.set()
     assert settle(10)
     assert done.exception() is None and McpServer.objects.filter(identifier="later").exists()
+
+
+def _postgresql_only() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the caller's own connection is used on PostgreSQL only")
+
+
+def _caller_session() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+def test_relaxed_work_of_a_caller_in_no_transaction_runs_on_its_own_connection(monkeypatch):
+    """PostgreSQL, autocommit, no transaction open: the caller's session runs it, no writer is
+    handed anything, and it is committed (another session sees it) when the call returns."""
+    _postgresql_only()
+    handed: list[str] = []
+    monkeypatch.setattr(own_transaction._writers, "submit", lambda work, name="": handed.append(name))
+    caller = _caller_session()
+    ran_in = run_in_own_transaction(relaxed(_session))
+    run_in_own_transaction(relaxed(lambda: McpServer.objects.create(identifier="here", name="Here")))
+    assert ran_in == caller and handed == []
+    monkeypatch.undo()
+    assert run_in_own_transaction(lambda: McpServer.objects.filter(identifier="here").exists())
+
+
+def test_a_relaxed_statement_leaves_the_callers_session_setting_alone():
+    """The commit that does not wait for the disk is the statement's own: the caller's session
+    still waits for it afterwards (``synchronous_commit`` as the site set it)."""
+    _postgresql_only()
+
+    def write() -> None:
+        assert own_transaction.relaxed_clause()  # the statement asks for it
+        McpServer.objects.create(identifier="relaxed", name="Relaxed")
+
+    run_in_own_transaction(relaxed(write))
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+    assert own_transaction.relaxed_clause() == ""  # outside the work, no statement asks
+
+
+def test_relaxed_work_inside_the_callers_transaction_goes_to_a_writer():
+    """The caller's rollback must not take it back: inside ``atomic`` it runs on a writer."""
+    _postgresql_only()
+    caller = _caller_session()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        ran_in = run_in_own_transaction(relaxed(_session))
+        run_in_own_transaction(relaxed(lambda: McpServer.objects.create(identifier="kept", name="Kept")))
+        raise RuntimeError("the caller fails afterwards")
+    assert ran_in != caller
+    assert McpServer.objects.filter(identifier="kept").exists()
+
+
+def test_a_callers_connection_that_died_hands_the_write_to_a_writer():
+    """The server ended the caller's session (a restart, an idle timeout): the write is done by
+    a writer instead, and the dead connection is dropped, so the caller's next query opens one."""
+    _postgresql_only()
+    dead = _caller_session()
+
+    def terminate() -> None:  # from another session, as a restart or an idle timeout would
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [dead])
+
+    run_in_own_transaction(terminate)
+    time.sleep(0.1)
+    ran_in = run_in_own_transaction(relaxed(_session))
+    assert ran_in != dead
+    assert _caller_session() not in (dead, ran_in)  # the caller reconnected on its own
+
+
+def test_a_relaxed_statements_own_failure_is_raised_not_retried(monkeypatch):
+    """A statement the database refuses on a healthy connection fails here; a writer would
+    only meet the same refusal."""
+    _postgresql_only()
+    handed: list[str] = []
+    monkeypatch.setattr(own_transaction._writers, "submit", lambda work, name="": handed.append(name))
+
+    def refused() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT * FROM nr_llm_no_such_table")
+
+    with pytest.raises(DatabaseError):
+        run_in_own_transaction(relaxed(refused))
+    assert handed == []

@@ -20,6 +20,8 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 
+from ..own_transaction import relaxed_clause
+
 _Fields = tuple[Field[Any, Any], ...]
 _built: dict[tuple[Any, ...], tuple[str, _Fields]] = {}
 
@@ -64,7 +66,7 @@ def insert(row: Model) -> None:
     sql, fields = built
     values = [field.get_db_prep_save(field.pre_save(row, True), db) for field in fields]
     with db.cursor() as cursor:
-        cursor.execute(sql, values)
+        cursor.execute(sql + relaxed_clause(), values)
     row._state.adding = False
     row._state.db = db.alias
 
@@ -133,5 +135,5 @@ def run(update: Update, riders: Sequence[Update] = ()) -> int:
             leading += rider_values
         sql, values = f"WITH {', '.join(clauses)} {sql}", [*leading, *values]
     with database().cursor() as cursor:
-        cursor.execute(sql, values)
+        cursor.execute(sql + relaxed_clause(), values)
         return int(cursor.rowcount)

@@ -35,7 +35,7 @@ from django.utils import timezone
 from ..governance import statements
 from ..mcp.protocol.endpoint import Endpoint
 from ..models import McpServer
-from ..own_transaction import hand_over
+from ..own_transaction import hand_over, relaxed
 
 logger = logging.getLogger("nr_llm.health")
 
@@ -116,7 +116,9 @@ def write(stamps: list[Stamp]) -> None:
         for stamp in stamps:
             stamp()
 
-    done = hand_over(run)
+    # A stamp is not worth a wait for the disk: if a database server's crash loses it, the
+    # next operation stamps again.
+    done = hand_over(relaxed(run))
     if connection.vendor == "sqlite":
         # One write at a time: a caller's next write must not meet its own stamp holding
         # the lock (an in-memory database refuses at once instead of waiting).

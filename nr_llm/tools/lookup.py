@@ -1,4 +1,4 @@
-"""The catalogue row a tool call runs: one indexed query, its SQL built once per process.
+"""The catalogue rows a tool call (or a turn) runs: one indexed query, its SQL built once per process.
 
 ``execute()`` reads its tool's row (and the server's) on every call. Through the ORM that read
 costs more in compiling the query (``select_related``'s join: a select list of both models'
@@ -12,6 +12,7 @@ them. ``tests/tools/test_lookup.py`` holds it equal to the ORM's read.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,9 +77,10 @@ def _statement() -> _Statement:
         server_fk = statements.column(statements.field_of(McpTool, "server"))
         server_pk = statements.column(statements.field_of(McpServer, "id"))
         name = statements.column(statements.field_of(McpTool, "tool_name"))
+        # Ends in the column a caller matches: "= %s" for one name, "IN (...)" for a turn's.
         sql = (
             f"SELECT {', '.join(selected)} FROM {tool_table} INNER JOIN {server_table} "
-            f"ON {tool_table}.{server_fk} = {server_table}.{server_pk} WHERE {tool_table}.{name} = %s"
+            f"ON {tool_table}.{server_fk} = {server_table}.{server_pk} WHERE {tool_table}.{name}"
         )
         statement = _Statement(
             sql,
@@ -93,15 +95,27 @@ def tool_by_name(name: str) -> McpTool | None:
     """The enabled-or-not catalogue row named ``name`` with its server attached (no second
     query to reach it), or None; the same objects ``McpTool.objects.select_related("server")``
     would give."""
+    return _read(" = %s", [name]).get(name)
+
+
+def tools_by_names(names: Collection[str]) -> dict[str, McpTool]:
+    """``tool_by_name`` for the names of a model's turn, in one query: the rows found, by name."""
+    if not names:
+        return {}
+    return _read(f" IN ({', '.join(['%s'] * len(names))})", list(names))
+
+
+def _read(matching: str, names: list[str]) -> dict[str, McpTool]:
     statement = _statement()
     db = statements.database()
     with db.cursor() as cursor:
-        cursor.execute(statement.sql, [name])
-        row = cursor.fetchone()
-    if row is None:
-        return None
+        cursor.execute(statement.sql + matching, names)
+        rows = cursor.fetchall()
     split = len(statement.tool.attnames)
-    tool: McpTool = statement.tool.build(list(row[:split]), db)
-    server: McpServer = statement.server.build(list(row[split:]), db)
-    tool.server = server  # the foreign key's cache: tool.server is not read again
-    return tool
+    found = {}
+    for row in rows:
+        tool: McpTool = statement.tool.build(list(row[:split]), db)
+        server: McpServer = statement.server.build(list(row[split:]), db)
+        tool.server = server  # the foreign key's cache: tool.server is not read again
+        found[tool.tool_name] = tool
+    return found

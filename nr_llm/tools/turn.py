@@ -34,6 +34,7 @@ from ..models import McpTool
 from ..own_transaction import caller_blocks_own_transaction
 from . import threads
 from .execution import ToolCaller, execute, planned_row
+from .lookup import tools_by_names
 from .results import ToolResult
 from .turn_calls import TurnCall, read_call
 
@@ -159,12 +160,7 @@ def _plan(planned: list[_Planned]) -> _Turn:
             "in one turn (NR_LLM_TURN_MAX_CALLS); none of them was run. Ask for fewer at a time."
         )
         return _Turn([], [], [_not_run(text) for _ in planned], time.monotonic())
-    rows = {
-        row.tool_name: row
-        for row in McpTool.objects.select_related("server")
-        .filter(tool_name__in={p.call.name for p in planned if isinstance(p.call.name, str)})
-        .order_by()
-    }
+    rows = tools_by_names({p.call.name for p in planned if isinstance(p.call.name, str)})
     concurrent: list[_Planned] = []
     alone: list[_Planned] = []
     seen: set[str] = set()

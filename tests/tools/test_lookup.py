@@ -1,4 +1,5 @@
-"""tool_by_name: the catalogue row execute() reads, built once per database, equal to the ORM's."""
+"""tool_by_name and tools_by_names: the catalogue rows execute() and a turn read, built once per
+database, equal to the ORM's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from nr_llm.models import ImportStatus, McpServer, McpTool
 from nr_llm.servers import credentials
-from nr_llm.tools.lookup import tool_by_name
+from nr_llm.tools.lookup import tool_by_name, tools_by_names
 
 from ..factories import McpServerFactory, McpToolFactory
 
@@ -99,3 +100,27 @@ def test_a_saved_row_is_what_the_next_read_sees():
     McpServer.objects.filter(pk=tool.server.pk).update(name="Renamed")
     found = tool_by_name(tool.tool_name)
     assert found is not None and found.enabled is False and found.server.name == "Renamed"
+
+
+def test_a_turns_rows_come_in_one_query_equal_to_the_orms():
+    """A turn's names in one statement: each row found is the ORM's, server attached; a name
+    with no row (or one that is SQL) is simply absent."""
+    full = _full_tool()
+    other = McpToolFactory.create()
+    names = {full.tool_name, other.tool_name, "mcp_nothing", "x' OR '1'='1"}
+    with CaptureQueriesContext(connection) as captured:
+        found = tools_by_names(names)
+        servers = {name: row.server.identifier for name, row in found.items()}
+    assert len(captured.captured_queries) == 1
+    assert set(found) == {full.tool_name, other.tool_name}
+    assert servers == {full.tool_name: full.server.identifier, other.tool_name: other.server.identifier}
+    for name, row in found.items():
+        expected = McpTool.objects.select_related("server").get(tool_name=name)
+        assert _values(row) == _values(expected)
+        assert _values(row.server) == _values(expected.server)
+
+
+def test_no_names_send_no_query():
+    with CaptureQueriesContext(connection) as captured:
+        assert tools_by_names(set()) == {}
+    assert captured.captured_queries == []
