@@ -17,7 +17,10 @@ locked row is skipped.
 
 A caller that writes anyway right after the operation (a tool call's ledger outcome) carries
 the stamp in that write (``carried()``): one writer job and, on SQLite, one commit instead of
-two. The stamp is one statement that skips a locked row there too.
+two. The stamp is one statement that skips a locked row there too. On PostgreSQL a caller with
+no transaction open writes its outcome on its own connection, in autocommit
+(``own_transaction.relaxed``), and the stamp rides in that statement: on the caller's
+connection then, but in no transaction of the caller's, and still never waiting for a lock.
 """
 
 from __future__ import annotations
