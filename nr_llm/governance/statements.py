@@ -86,9 +86,10 @@ class Update:
     skip_locked: bool = False
 
     def sql(self) -> tuple[str, list[Any]]:
+        db = database()
         key = (
             "update",
-            connection.alias,
+            db.alias,
             self.model,
             tuple(self.changes),
             tuple(self.where),
@@ -109,9 +110,7 @@ class Update:
             built = _built[key] = (f"UPDATE {name} SET {assignments} WHERE {matched}", fields)
         sql, fields = built
         values = [*self.changes.values(), *self.where.values()]
-        return sql, [
-            field.get_db_prep_save(value, connection) for field, value in zip(fields, values, strict=True)
-        ]
+        return sql, [field.get_db_prep_save(value, db) for field, value in zip(fields, values, strict=True)]
 
 
 def combines() -> bool:

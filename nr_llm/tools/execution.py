@@ -343,15 +343,20 @@ def _finish(trace: _Trace, run: Any, started: float, wall: WallClock) -> ToolRes
     return dataclasses.replace(ran.result, call_id=trace.call_id)
 
 
-def _write_stamps(trace: _Trace) -> None:
+def _taken_stamps(trace: _Trace) -> list[health.Stamp]:
+    """The call's stamps, taken off the trace: whoever takes them writes them, once."""
     stamps, trace.stamps = trace.stamps, []
-    health.write(stamps)
+    return stamps
+
+
+def _write_stamps(trace: _Trace) -> None:
+    health.write(_taken_stamps(trace))
 
 
 def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -> None:
     assert trace.call_id is not None
     trace.running = False
-    stamps, trace.stamps = trace.stamps, []
+    stamps = _taken_stamps(trace)
     try:
         # The stamp rides in the outcome's write: one writer job (on SQLite one commit) instead
         # of two; it is one statement that skips a locked server row, never waits for it.

@@ -160,6 +160,7 @@ def _plan(planned: list[_Planned]) -> _Turn:
             "in one turn (NR_LLM_TURN_MAX_CALLS); none of them was run. Ask for fewer at a time."
         )
         return _Turn([], [], [_not_run(text) for _ in planned], time.monotonic())
+    read_at = time.monotonic()  # the rows are as fresh as this, whichever call runs them
     rows = tools_by_names({p.call.name for p in planned if isinstance(p.call.name, str)})
     concurrent: list[_Planned] = []
     alone: list[_Planned] = []
@@ -175,13 +176,13 @@ def _plan(planned: list[_Planned]) -> _Turn:
         if call.id is not None:
             seen.add(call.id)
         row = rows.get(call.name) if isinstance(call.name, str) else None
-        placed = _placed(each, row)
+        placed = _placed(each, row, read_at)
         (alone if placed.alone else concurrent).append(placed)
     budget = max((p.budget for p in concurrent + alone), default=0.0)
     return _Turn(concurrent, alone, results, time.monotonic() + budget)
 
 
-def _placed(each: _Planned, row: McpTool | None) -> _Planned:
+def _placed(each: _Planned, row: McpTool | None, read_at: float) -> _Planned:
     if row is None:  # a local tool, or one execute() refuses as unknown
         return _Planned(each.index, each.call, budget=conf.MCP_OPERATION_TIMEOUT)
     server = row.server
@@ -196,7 +197,7 @@ def _placed(each: _Planned, row: McpTool | None) -> _Planned:
         # The leg machine may overrun a budget by under a second (ARCHITECTURE.md).
         budget=server.budget_seconds + 1.0,
         row=row,
-        read_at=time.monotonic(),
+        read_at=read_at,
     )
 
 
