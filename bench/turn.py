@@ -13,12 +13,19 @@ Compared round by round, so all see the same load:
 - the floor: one POST per call on a kept-alive ``requests`` session (bench/wan.py's);
 - the client's warm call: ``McpClient.call_tool`` as ``mcp_client()`` builds it (health stamp
   included), connections kept;
-- ``tools.execute()``: the same call through the tool API (lookup, ceiling, two ledger rows
-  in their own transactions, the stamp);
+- ``tools.execute()``: the same call through the tool API (ceiling, two ledger rows in their
+  own transactions, the stamp), its catalogue row remembered from the call before (the guard
+  in its row's INSERT), and again with the row read anew, as the first call after a change;
 - a 4-call turn: ``execute_many``, ``aexecute`` gathered and ``aexecute_many`` (in one event
   loop, as an async view has it), and for reference 4 ``execute()`` one after another;
 - and what no turn can beat on this machine: the client's 4 warm calls at once on 4 threads,
-  no ledger (the server's and this process's own work for 4 calls side by side).
+  no ledger (the server's and this process's own work for 4 calls side by side);
+- the ledger's floor: what any ledger that commits a row before the call is sent and its
+  outcome (with the server's stamp) after it costs here, with nothing of nr_llm's but the
+  client: the database driver's own connection (no Django), a table of four columns, one
+  INSERT and one UPDATE of the outcome carrying the stamp (PostgreSQL: one statement, commit
+  relaxed as nr_llm's; SQLite: one transaction), around the warm call without its own stamp;
+  alone and 4 at once. ``execute()``'s distance from it is what nr_llm itself adds.
 
 Ms per call or per turn (median of rounds), and ratios against one floor POST and one warm
 client call. Targets (issue 26): ``execute()`` at most 3 ms over the client's warm call; a
@@ -41,17 +48,21 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 FLOOR = "floor: one POST, kept-alive `requests`"
 CLIENT = "client's warm call (`McpClient.call_tool`)"
 EXECUTE = "`tools.execute()`"
+REREAD = "`tools.execute()`, its catalogue row read anew (the first call after a change)"
 MANY = "4-call turn: `execute_many`"
 GATHERED = "4-call turn: `aexecute` ×4 gathered"
 AMANY = "4-call turn: `aexecute_many`"
 SERIAL = "4-call turn: `execute()` ×4 one after another"
 CLIENTS = "4 warm client calls at once (threads): a turn's floor here"
+LEDGER_FLOOR = "the ledger's floor: the warm call, a row before it, its outcome and stamp after (raw driver)"
+LEDGER_FLOORS = "the ledger's floor, 4 at once (threads)"
 TURN = [MANY, GATHERED, AMANY, SERIAL]
 
 
@@ -99,6 +110,7 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
     from nr_llm.models import DataClass, McpServer, McpTool
     from nr_llm.servers.endpoints import endpoint_for
     from nr_llm.servers.health import HealthRecorder
+    from nr_llm.tools import lookup
     from tests.peers import running
     from tests.tls import TestAuthority, sdk_server_tls
 
@@ -159,6 +171,10 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
             for result in tools.execute_many(turn_calls, client=client):
                 check(result)
 
+        def reread() -> None:
+            lookup.forget_all()
+            check(tools.execute("mcp_bench_echo", arguments, client=client))
+
         def serial() -> None:
             for name, args in turn_calls:
                 check(tools.execute(name, args, client=client))
@@ -168,11 +184,26 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
         def clients() -> None:
             list(side_by_side.map(lambda call: client.call_tool(endpoint, "echo", call[1]), turn_calls))
 
+        # The warm call without its own stamp: the floor's outcome statement carries it.
+        unstamped = McpClient(
+            allow_private_networks=True, resolver=lambda host, port: ["127.0.0.1"], ca_bundle=ca
+        )
+        floors = [_LedgerFloor(vendor) for _ in range(4)]
+
+        def at_floor(ledger: _LedgerFloor, text: str) -> None:
+            ledger.around(lambda: unstamped.call_tool(endpoint, "echo", {"text": text}))
+
+        def floors_at_once() -> None:
+            list(side_by_side.map(at_floor, floors, [f"hi {i}" for i in range(4)]))
+
         contenders: dict[str, Callable[[int], None]] = {
             FLOOR: floor(url, ca, proxy_port),
             CLIENT: calls(lambda: client.call_tool(endpoint, "echo", arguments)),
             CLIENTS: calls(clients),
+            LEDGER_FLOOR: calls(lambda: at_floor(floors[0], "hi")),
+            LEDGER_FLOORS: calls(floors_at_once),
             EXECUTE: calls(lambda: check(tools.execute("mcp_bench_echo", arguments, client=client))),
+            REREAD: calls(reread),
             MANY: calls(many),
             GATHERED: calls(lambda: loop.run_until_complete(gathered())),
             AMANY: calls(lambda: loop.run_until_complete(amany())),
@@ -189,13 +220,15 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
                 times[name].append((time.perf_counter() - started) * 1000 / ops)
         loop.close()
         side_by_side.shutdown()
+        for each in floors:
+            each.close()
         process_pool().clear()
     ms = {name: statistics.median(values) for name, values in times.items()}
 
-    def paired(name: str, compare: Callable[[float, float], float]) -> float:
-        """The median, over rounds, of ``name`` against the warm call of the same round: a
-        drift of the machine between rounds moves both alike."""
-        return statistics.median(compare(a, b) for a, b in zip(times[name], times[CLIENT], strict=True))
+    def paired(name: str, compare: Callable[[float, float], float], base: str = CLIENT) -> float:
+        """The median, over rounds, of ``name`` against ``base`` (the warm call) of the same
+        round: a drift of the machine between rounds moves both alike."""
+        return statistics.median(compare(a, b) for a, b in zip(times[name], times[base], strict=True))
 
     label = "PostgreSQL"
     if vendor == "sqlite":
@@ -210,6 +243,12 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
         f"| {label} | target: `execute()` ≤ 3 ms over the warm call (same round) | {over:+7.1f} ms | | "
         f"{'met' if over <= 3 else 'MISSED'} |"
     )
+    floor_over = paired(LEDGER_FLOOR, lambda floor, warm: floor - warm)
+    ours = paired(EXECUTE, lambda execute, floor: execute - floor, LEDGER_FLOOR)
+    rows.append(
+        f"| {label} | the ledger's floor over the warm call; `execute()` over that floor (same round) "
+        f"| {floor_over:+7.1f} ms | {ours:+5.1f} ms | |"
+    )
     for name in (MANY, GATHERED, AMANY):
         ratio = paired(name, lambda turn, warm: turn / warm)
         rows.append(
@@ -217,6 +256,82 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
             f"{'met' if ratio <= 1.5 else 'MISSED'} |"
         )
     return rows
+
+
+class _LedgerFloor:
+    """One connection of the database driver itself, on the bench's database, and the least a
+    ledger row can be: a key, a status, two times."""
+
+    def __init__(self, vendor: str) -> None:
+        from django.db import connection
+
+        settings = connection.settings_dict
+        self.vendor = vendor
+        self.raw: Any
+        if vendor == "postgresql":
+            import psycopg
+
+            self.raw = psycopg.connect(
+                dbname=settings["NAME"],
+                host=settings["HOST"] or None,
+                port=settings["PORT"] or None,
+                user=settings["USER"] or None,
+                autocommit=True,
+            )
+            self.mark = "%s"
+            relaxed = " RETURNING set_config('synchronous_commit', 'off', true)"
+            self.insert = f"INSERT INTO bench_floor VALUES (%s, 'running', now(), NULL){relaxed}"
+            # The outcome and the server's stamp in one statement, as nr_llm's (a data-modifying WITH).
+            self.finish = [
+                "WITH stamp AS (UPDATE nr_llm_mcpserver SET last_contact = now(), last_latency_ms = %s "
+                "WHERE identifier = 'bench') UPDATE bench_floor SET status = 'succeeded', finished = now() "
+                f"WHERE id = %s{relaxed}"
+            ]
+            table = (
+                "CREATE TABLE IF NOT EXISTS bench_floor (id uuid PRIMARY KEY, status varchar(20) NOT NULL, "
+            )
+            table += "started timestamptz NOT NULL, finished timestamptz)"
+        else:
+            import sqlite3
+
+            self.raw = sqlite3.connect(settings["NAME"], isolation_level=None, check_same_thread=False)
+            init = settings["OPTIONS"].get("init_command")
+            if init:
+                self.raw.executescript(init)
+            self.insert = "INSERT INTO bench_floor VALUES (?, 'running', datetime('now'), NULL)"
+            # One transaction for both, as nr_llm's writer commits them once.
+            self.finish = [
+                "BEGIN",
+                "UPDATE nr_llm_mcpserver SET last_contact = datetime('now'), last_latency_ms = ? "
+                "WHERE identifier = 'bench'",
+                "UPDATE bench_floor SET status = 'succeeded', finished = datetime('now') WHERE id = ?",
+                "COMMIT",
+            ]
+            table = (
+                "CREATE TABLE IF NOT EXISTS bench_floor (id text PRIMARY KEY, status varchar(20) NOT NULL, "
+            )
+            table += "started datetime NOT NULL, finished datetime)"
+        self.raw.execute(table)
+
+    def around(self, call: Callable[[], object]) -> None:
+        import uuid
+
+        key = uuid.uuid4() if self.vendor == "postgresql" else str(uuid.uuid4())
+        self.raw.execute(self.insert, (key,))
+        started = time.perf_counter()
+        call()
+        latency = int((time.perf_counter() - started) * 1000)
+        if self.vendor == "postgresql":
+            self.raw.execute(self.finish[0], (latency, key))
+            return
+        begin, stamp, outcome, commit = self.finish
+        self.raw.execute(begin)
+        self.raw.execute(stamp, (latency,))
+        self.raw.execute(outcome, (key,))
+        self.raw.execute(commit)
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 def _serve_proxy(upstream: int, delay: float) -> None:

@@ -75,6 +75,11 @@ class LedgerUnavailable(Exception):
         return f"{self} [{self.detail}]" if self.detail else str(self)
 
 
+class GuardFailed(Exception):
+    """A guarded row was not written: the catalogue no longer holds what the call was prepared
+    from (``tools.lookup.Guard``). Nothing was written, and the call was not sent."""
+
+
 def canonical_json(arguments: dict[str, Any]) -> str:
     """The one spelling of ``arguments`` the digest is taken of: sorted keys, no spaces.
 
@@ -157,8 +162,12 @@ def open_call(
     *,
     error_kind: str = "",
     result_text: str = "",
+    guard: tuple[str, Sequence[Any]] | None = None,
 ) -> uuid.UUID:
-    """Insert the call's row (one query); a refused call is written finished, at once."""
+    """Insert the call's row (one query); a refused call is written finished, at once.
+
+    ``guard`` (``statements.insert``): the row is written only if it holds, else ``GuardFailed``.
+    """
     tool = call.tool
     server = tool.server if tool is not None else None
     finished = status in (ToolCallStatus.FAILED, ToolCallStatus.SUCCEEDED)
@@ -185,7 +194,11 @@ def open_call(
     )
     # A held call's row is what an approver will find: it waits for the disk. A running or
     # refused call's row may not (docs/operator-guide.md, "The ledger's cost").
-    write(lambda: statements.insert(row), durable=status == ToolCallStatus.AWAITING_APPROVAL)
+    durable = status == ToolCallStatus.AWAITING_APPROVAL
+    if guard is None:
+        write(lambda: statements.insert(row), durable=durable)
+    elif not write(lambda: statements.insert(row, guard), durable=durable):
+        raise GuardFailed(f"tool {call.tool_name!r} changed in the catalogue since it was read")
     return row.id
 
 

@@ -49,26 +49,45 @@ def database() -> BaseDatabaseWrapper:
     return connections[DEFAULT_DB_ALIAS]
 
 
-def insert(row: Model) -> None:
+def insert(row: Model, guard: tuple[str, Sequence[Any]] | None = None) -> bool:
     """INSERT ``row`` with every concrete field, as ``save(force_insert=True)`` does but for the
-    signals (the ledger's models have no receivers; their primary key is set in Python)."""
+    signals (the ledger's models have no receivers; their primary key is set in Python).
+
+    ``guard``: (a boolean SQL expression, its values): the row is inserted only if it holds
+    when the statement runs, in the same statement. Whether the row was inserted.
+    """
     db = database()
     model = type(row)
-    key = ("insert", db.alias, model)
+    key = ("insert", db.alias, model, guard[0] if guard else None)
     built = _built.get(key)
     if built is None:
         fields: _Fields = tuple(model._meta.concrete_fields)
-        sql = (
-            f"INSERT INTO {table(model)} ({', '.join(column(field) for field in fields)}) "
-            f"VALUES ({', '.join(['%s'] * len(fields))})"
-        )
+        columns = ", ".join(column(field) for field in fields)
+        if guard is None:
+            sql = f"INSERT INTO {table(model)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})"
+        else:
+            selected = ", ".join(_typed(field, db) for field in fields)
+            sql = f"INSERT INTO {table(model)} ({columns}) SELECT {selected} WHERE {guard[0]}"
         built = _built[key] = (sql, fields)
     sql, fields = built
     values = [field.get_db_prep_save(field.pre_save(row, True), db) for field in fields]
     with db.cursor() as cursor:
-        cursor.execute(sql + relaxed_clause(), values)
+        cursor.execute(sql + relaxed_clause(), [*values, *guard[1]] if guard else values)
+        if guard is not None and cursor.rowcount != 1:
+            return False
     row._state.adding = False
     row._state.db = db.alias
+    return True
+
+
+def _typed(field: Field[Any, Any], db: BaseDatabaseWrapper) -> str:
+    """A placeholder in a ``SELECT`` list: PostgreSQL reads an untyped value there as text (and
+    NULL as text), so a column not of text gets an explicit cast to its type; a text value stays
+    untyped, so the column's own length check applies as in ``VALUES``. SQLite takes values as
+    they come (a cast there would change them)."""
+    if db.vendor != "postgresql" or field.get_internal_type() in ("CharField", "TextField"):
+        return "%s"
+    return f"CAST(%s AS {field.db_type(db)})"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,12 @@ arguments approved, exactly once.
 A ledger row that cannot be written (``LedgerUnavailable``) fails an approval-requiring call
 closed (it could never be approved); any other call runs and the lost row is logged at ERROR.
 
+A call may be prepared from the catalogue row the process read last (``lookup.remembered``):
+its ledger row is then written only if the catalogue still holds that row exactly (a guard in
+the same statement). Whatever else happens to such a call before anything is sent (the guard
+finds a change, a refusal, the ledger cannot be written) sends it back to read the row anew
+and start again, so every decision that lets a call run rests on the catalogue as it is.
+
 What the model reads is true: a call "could not run" only when it was never sent or the
 server's answer proves it refused before running (``resend.may_have_run`` decides); otherwise
 it "may have run", and the ledger records the same (``ledger.may_have_run_kind``).
@@ -35,7 +41,7 @@ from ..authorization import runtime as authorization
 from ..governance import ceiling as ceilings
 from ..governance import decisions, ledger
 from ..governance.decisions import DecisionRefused
-from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
+from ..governance.ledger import GuardFailed, LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
 from ..mcp import CallOutcome, Endpoint, McpTransportError
 from ..mcp.protocol import content, resend
@@ -46,7 +52,7 @@ from ..servers import credentials, health
 from ..servers.endpoints import endpoint_for, mcp_client
 from . import telemetry
 from .arguments import checked_arguments, refusal_text
-from .lookup import tool_by_name
+from .lookup import Guard, forget, remembered, tool_by_name
 from .registry import LocalTool, local_tool
 from .results import ToolResult, ToolStatus
 from .threads import refuse_in_event_loop
@@ -86,6 +92,13 @@ class _Trace:
     sent: bool = False
     #: The server's health stamps of the call, written with its outcome (one write, not two).
     stamps: list[health.Stamp] = field(default_factory=list, repr=False)
+    #: The call was prepared from a remembered row: its first write holds this guard.
+    guard: Guard | None = field(default=None, repr=False)
+
+
+class _Reread(Exception):
+    """A call prepared from a remembered row must read it anew and start again (nothing was
+    sent, nothing written)."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +133,13 @@ def execute(
     try:
         # Inside the boundary: even a name that cannot be turned into text is an error result.
         trace.name = clean(name, ledger.NAME_CHARS)
-        return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall)
+        try:
+            return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, fresh=False)
+        except _Reread:
+            assert isinstance(name, str)
+            forget(name)
+            trace = _Trace(trace.name)
+            return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, fresh=True)
     except Exception as exc:
         return _unexpected(trace, exc, wall)
 
@@ -155,6 +174,8 @@ def _execute(
     actor: object,
     data_class_ceiling: str | None,
     wall: WallClock,
+    *,
+    fresh: bool,
 ) -> ToolResult:
     if arguments is None:
         arguments = {}
@@ -176,7 +197,7 @@ def _execute(
     local = local_tool(name)
     if local is not None:
         return _run_recorded(trace, call, lambda: _run_local(local, arguments), wall)
-    row = _catalogue_row(name)
+    row, trace.guard = _catalogue_row(name, fresh)
     if row is None:
         return _refused(trace, call, "unknown_tool", f"unknown tool {clean(name)!r}", wall)
     server = row.server
@@ -192,10 +213,12 @@ def _execute(
     )
     refusal = _refusal(row, ceiling)
     if refusal is not None:
+        _reread_if_remembered(trace)
         return _refused(trace, call, *refusal, wall)
     # Checked against the server's own schema before anything is sent (or held for approval).
     arguments, problems = checked_arguments(row.input_schema, arguments)
     if problems:
+        _reread_if_remembered(trace)
         return _refused(trace, call, "invalid_arguments", refusal_text(name, problems), wall)
     call = trace.call = dataclasses.replace(call, canonical=ledger.canonical_json(arguments))
     if server.requires_approval:
@@ -207,11 +230,36 @@ def _execute(
 _planned_row: ContextVar[McpTool | None] = ContextVar("nr_llm_planned_row", default=None)
 
 
-def _catalogue_row(name: str) -> McpTool | None:
+def _catalogue_row(name: str, fresh: bool) -> tuple[McpTool | None, Guard | None]:
+    """The row a call runs, and the guard its first write needs (None: the row was just read)."""
     planned = _planned_row.get()
     if planned is not None and planned.tool_name == name:
-        return planned
-    return tool_by_name(name)
+        return planned, None
+    if not fresh:
+        found = remembered(name)
+        if found is not None:
+            return found
+    return tool_by_name(name), None
+
+
+def _reread_if_remembered(trace: _Trace) -> None:
+    """A refusal (or a lost row) decided on a remembered row is decided again on the row as it
+    is: an operator may have just enabled the tool, or widened its schema."""
+    if trace.guard is not None:
+        raise _Reread
+
+
+def _opened(trace: _Trace, call: NewCall, status: str, wall: WallClock) -> uuid.UUID:
+    """``ledger.open_call`` with the trace's guard; a guard that fails sends the call back."""
+    guard = trace.guard
+    try:
+        return ledger.open_call(call, status, wall(), guard=(guard.sql, guard.values) if guard else None)
+    except GuardFailed as exc:
+        raise _Reread from exc
+    except LedgerUnavailable as exc:
+        if guard is not None:
+            raise _Reread from exc
+        raise
 
 
 @contextmanager
@@ -287,7 +335,7 @@ def _refused(trace: _Trace, call: NewCall, kind: str, text: str, wall: WallClock
 
 def _hold(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
     try:
-        call_id = ledger.open_call(call, ToolCallStatus.AWAITING_APPROVAL, wall())
+        call_id = _opened(trace, call, ToolCallStatus.AWAITING_APPROVAL, wall)
     except LedgerUnavailable as exc:
         # Fail closed: a call no one can find can never be approved, so it is not run either.
         logger.error(
@@ -317,7 +365,7 @@ def _run_recorded(trace: _Trace, call: NewCall, run: Any, wall: WallClock) -> To
     # The row is committed before the call can reach the server. Writing it beside the building
     # of the request was tried and measured slower: the two halves share one interpreter lock.
     try:
-        trace.call_id = ledger.open_call(call, ToolCallStatus.RUNNING, wall())
+        trace.call_id = _opened(trace, call, ToolCallStatus.RUNNING, wall)
         trace.running = True
     except LedgerUnavailable as exc:
         # Logged, never silent: the tool needs no approval, so the call itself goes on.

@@ -8,10 +8,23 @@ same every time but for the name, so it is written once per database (the column
 models, quoted by the backend) and its rows become models through the documented
 ``Model.from_db`` with each field's own database converters, exactly as the ORM would make
 them. ``tests/tools/test_lookup.py`` holds it equal to the ORM's read.
+
+The rows read are also remembered (``remembered``), so that a later call may skip the read: it
+prepares from the remembered row, and its ledger row is written with a ``Guard`` in the same
+statement, which inserts it only if the catalogue still holds that row exactly (every column a
+call uses, compared by the database as it inserts). When the guard finds a difference, nothing
+was written and nothing sent: the call reads the row anew and starts again. So an operator's
+change reaches the next call as surely as a read would, and a call costs one round trip before
+it is sent instead of two. The fingerprint is the database's own spelling of the columns
+(PostgreSQL: an md5 of the row's text; SQLite: a JSON array of them), so both sides see the
+values alike; on other databases nothing is remembered and every call reads its row.
 """
 
 from __future__ import annotations
 
+import copy
+import threading
+from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +73,8 @@ class _Statement:
     sql: str
     tool: _Columns
     server: _Columns
+    #: The guard's condition, when the statement's last column is the rows' fingerprint.
+    guard: str | None
 
 
 _statements: dict[tuple[str, str], _Statement] = {}
@@ -76,19 +91,43 @@ def _statement() -> _Statement:
         ]
         server_fk = statements.column(statements.field_of(McpTool, "server"))
         server_pk = statements.column(statements.field_of(McpServer, "id"))
+        tool_pk = statements.column(statements.field_of(McpTool, "id"))
         name = statements.column(statements.field_of(McpTool, "tool_name"))
-        # Ends in the column a caller matches: "= %s" for one name, "IN (...)" for a turn's.
-        sql = (
-            f"SELECT {', '.join(selected)} FROM {tool_table} INNER JOIN {server_table} "
-            f"ON {tool_table}.{server_fk} = {server_table}.{server_pk} WHERE {tool_table}.{name}"
+        joined = (
+            f"{tool_table} INNER JOIN {server_table} ON {tool_table}.{server_fk} = {server_table}.{server_pk}"
         )
+        fingerprint = _fingerprint(tool_table, server_table)
+        guard = None
+        if fingerprint is not None:
+            selected.append(fingerprint)
+            guard = (
+                f"EXISTS (SELECT 1 FROM {joined} WHERE {tool_table}.{tool_pk} = %s AND {fingerprint} = %s)"
+            )
+        # Ends in the column a caller matches: "= %s" for one name, "IN (...)" for a turn's.
+        sql = f"SELECT {', '.join(selected)} FROM {joined} WHERE {tool_table}.{name}"
         statement = _Statement(
             sql,
             _Columns.of(McpTool, McpTool._meta.db_table),
             _Columns.of(McpServer, McpServer._meta.db_table),
+            guard,
         )
         _statements[key] = statement  # the same for every thread: a race only builds it twice
     return statement
+
+
+def _fingerprint(tool_table: str, server_table: str) -> str | None:
+    """An expression of every guarded column of a tool's row and its server's that differs when
+    any of them does, computed by the database (at the read and in the guard, so both see the
+    values alike); None where none is known."""
+    columns = [f"{tool_table}.{statements.column(field)}" for field in _guarded(McpTool)] + [
+        f"{server_table}.{statements.column(field)}" for field in _guarded(McpServer)
+    ]
+    if connection.vendor == "postgresql":
+        # A row's text form tells NULL from "" and spells jsonb one way.
+        return f"md5(ROW({', '.join(columns)})::text)"
+    if connection.vendor == "sqlite":
+        return f"json_array({', '.join(columns)})"
+    return None
 
 
 def tool_by_name(name: str) -> McpTool | None:
@@ -105,6 +144,83 @@ def tools_by_names(names: Collection[str]) -> dict[str, McpTool]:
     return _read(f" IN ({', '.join(['%s'] * len(names))})", list(names))
 
 
+@dataclass(frozen=True)
+class Guard:
+    """A condition that holds while the catalogue holds a remembered row exactly: ``sql`` (one
+    boolean expression with placeholders) and its ``values``."""
+
+    sql: str
+    values: list[Any]
+
+
+#: How many rows a process remembers (the most recently read; a site's busy tools).
+REMEMBERED = 256
+#: Columns a tool call never reads: bookkeeping that changes on its own (the health stamp on
+#: every call, an import's progress), so a guard comparing them would fail for no reason.
+#: Every other column is compared, a column added later included.
+_UNGUARDED = {
+    McpTool: {"created", "updated", "orphaned_at", "disabled_at", "raw_definition", "pinned_definition"},
+    McpServer: {
+        "created",
+        "updated",
+        "import_status",
+        "import_error",
+        "last_imported",
+        "tool_count",
+        "last_contact",
+        "last_latency_ms",
+        "import_task_state",
+        "import_task_since",
+        "import_task_token",
+    },
+}
+_remembered: OrderedDict[tuple[str, str], tuple[McpTool, Guard]] = OrderedDict()
+_remembering = threading.Lock()
+
+
+def remembered(name: str) -> tuple[McpTool, Guard] | None:
+    """A copy of the row last read for ``name`` and the guard its use needs, or None."""
+    with _remembering:
+        found = _remembered.get((connection.alias, name))
+        if found is None:
+            return None
+        _remembered.move_to_end((connection.alias, name))
+    tool, guard = found
+    return _copied(tool), guard
+
+
+def forget(name: str) -> None:
+    """Drop what is remembered of ``name`` (a guard found it changed)."""
+    with _remembering:
+        _remembered.pop((connection.alias, name), None)
+
+
+def forget_all() -> None:
+    with _remembering:
+        _remembered.clear()
+
+
+def _copied(tool: McpTool) -> McpTool:
+    """A copy of ``tool`` and its server: a caller may set attributes on it, never on the one kept."""
+    server = copy.copy(tool.server)
+    tool = copy.copy(tool)
+    tool.server = server
+    return tool
+
+
+def _remember(tool: McpTool, guard: Guard) -> None:
+    key = (connection.alias, tool.tool_name)
+    with _remembering:
+        _remembered[key] = (_copied(tool), guard)
+        _remembered.move_to_end(key)
+        while len(_remembered) > REMEMBERED:
+            _remembered.popitem(last=False)
+
+
+def _guarded(model: type[Model]) -> list[Field[Any, Any]]:
+    return [field for field in model._meta.concrete_fields if field.name not in _UNGUARDED[model]]
+
+
 def _read(matching: str, names: list[str]) -> dict[str, McpTool]:
     statement = _statement()
     db = statements.database()
@@ -112,10 +228,13 @@ def _read(matching: str, names: list[str]) -> dict[str, McpTool]:
         cursor.execute(statement.sql + matching, names)
         rows = cursor.fetchall()
     split = len(statement.tool.attnames)
+    end = split + len(statement.server.attnames)
     found = {}
     for row in rows:
         tool: McpTool = statement.tool.build(list(row[:split]), db)
-        server: McpServer = statement.server.build(list(row[split:]), db)
+        server: McpServer = statement.server.build(list(row[split:end]), db)
         tool.server = server  # the foreign key's cache: tool.server is not read again
         found[tool.tool_name] = tool
+        if statement.guard is not None:
+            _remember(tool, Guard(statement.guard, [tool.pk, row[end]]))
     return found
