@@ -163,15 +163,19 @@ def open_call(
     error_kind: str = "",
     result_text: str = "",
     guard: tuple[str, Sequence[Any]] | None = None,
+    call_id: uuid.UUID | None = None,
 ) -> uuid.UUID:
     """Insert the call's row (one query); a refused call is written finished, at once.
 
     ``guard`` (``statements.insert``): the row is written only if it holds, else ``GuardFailed``.
+    ``call_id``: the row's key, when the caller chose it (a second attempt at the same call's
+    row then meets the first, if that one was written after all, instead of adding a second).
     """
     tool = call.tool
     server = tool.server if tool is not None else None
     finished = status in (ToolCallStatus.FAILED, ToolCallStatus.SUCCEEDED)
     row = ToolCall(
+        id=call_id or uuid.uuid4(),
         created=now,
         tool_name=clean(call.tool_name, NAME_CHARS),
         tool_id=tool.pk if tool is not None else None,

@@ -35,6 +35,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from django.db import connection
 from django.utils import timezone
 
 from ..authorization import runtime as authorization
@@ -94,6 +95,10 @@ class _Trace:
     stamps: list[health.Stamp] = field(default_factory=list, repr=False)
     #: The call was prepared from a remembered row: its first write holds this guard.
     guard: Guard | None = field(default=None, repr=False)
+    #: The key of the call's one ledger row, kept when the call starts again from a row read
+    #: anew: a first write that reported a failure but was done after all then meets the
+    #: second (a conflict, so the call is treated as unrecorded) instead of leaving two rows.
+    row_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
 class _Reread(Exception):
@@ -138,7 +143,8 @@ def execute(
         except _Reread:
             assert isinstance(name, str)
             forget(name)
-            trace = _Trace(trace.name)
+            telemetry.undescribe()
+            trace = _Trace(trace.name, row_id=trace.row_id)
             return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, fresh=True)
     except Exception as exc:
         return _unexpected(trace, exc, wall)
@@ -235,7 +241,9 @@ def _catalogue_row(name: str, fresh: bool) -> tuple[McpTool | None, Guard | None
     planned = _planned_row.get()
     if planned is not None and planned.tool_name == name:
         return planned, None
-    if not fresh:
+    # A caller inside a transaction reads the row in it: the guard, written on another
+    # connection, would not see that transaction's own changes.
+    if not fresh and not connection.in_atomic_block:
         found = remembered(name)
         if found is not None:
             return found
@@ -253,7 +261,9 @@ def _opened(trace: _Trace, call: NewCall, status: str, wall: WallClock) -> uuid.
     """``ledger.open_call`` with the trace's guard; a guard that fails sends the call back."""
     guard = trace.guard
     try:
-        return ledger.open_call(call, status, wall(), guard=(guard.sql, guard.values) if guard else None)
+        return ledger.open_call(
+            call, status, wall(), guard=(guard.sql, guard.values) if guard else None, call_id=trace.row_id
+        )
     except GuardFailed as exc:
         raise _Reread from exc
     except LedgerUnavailable as exc:
@@ -326,7 +336,9 @@ def _refused(trace: _Trace, call: NewCall, kind: str, text: str, wall: WallClock
     telemetry.note_error(kind)
     result = ToolResult(text, True, trace.server, "failed")
     try:
-        call_id = ledger.open_call(call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text)
+        call_id = ledger.open_call(
+            call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text, call_id=trace.row_id
+        )
     except LedgerUnavailable as exc:
         _lost(trace, call, exc)
         return result
@@ -544,7 +556,12 @@ def _unexpected(trace: _Trace, exc: Exception, wall: WallClock) -> ToolResult:
         elif trace.call_id is None and trace.call is not None:
             # Failed before its row was written: the ledger still gets one, if it can.
             call_id = ledger.open_call(
-                trace.call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text
+                trace.call,
+                ToolCallStatus.FAILED,
+                wall(),
+                error_kind=kind,
+                result_text=text,
+                call_id=trace.row_id,
             )
             result = dataclasses.replace(result, call_id=call_id)
     except Exception:

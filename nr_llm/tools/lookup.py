@@ -23,6 +23,7 @@ values alike; on other databases nothing is remembered and every call reads its 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Collection
@@ -123,8 +124,9 @@ def _fingerprint(tool_table: str, server_table: str) -> str | None:
         f"{server_table}.{statements.column(field)}" for field in _guarded(McpServer)
     ]
     if connection.vendor == "postgresql":
-        # A row's text form tells NULL from "" and spells jsonb one way.
-        return f"md5(ROW({', '.join(columns)})::text)"
+        # A row's text form tells NULL from "" and spells jsonb one way. SHA-256, not md5: a
+        # server in FIPS mode refuses md5, and this runs in every catalogue read.
+        return f"encode(sha256(convert_to(ROW({', '.join(columns)})::text, 'UTF8')), 'hex')"
     if connection.vendor == "sqlite":
         return f"json_array({', '.join(columns)})"
     return None
@@ -149,8 +151,18 @@ class Guard:
     """A condition that holds while the catalogue holds a remembered row exactly: ``sql`` (one
     boolean expression with placeholders) and its ``values``."""
 
-    sql: str
-    values: list[Any]
+    sql: str = dataclasses.field(repr=False)
+    values: list[Any] = dataclasses.field(repr=False)
+
+
+class _Fingerprint(str):
+    """The database's fingerprint of a row, out of every ``repr`` (an error report's locals): on
+    SQLite it spells the columns themselves, the credentials' ciphertexts among them."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<catalogue row fingerprint>"
 
 
 #: How many rows a process remembers (the most recently read; a site's busy tools).
@@ -236,5 +248,5 @@ def _read(matching: str, names: list[str]) -> dict[str, McpTool]:
         tool.server = server  # the foreign key's cache: tool.server is not read again
         found[tool.tool_name] = tool
         if statement.guard is not None:
-            _remember(tool, Guard(statement.guard, [tool.pk, row[end]]))
+            _remember(tool, Guard(statement.guard, [tool.pk, _Fingerprint(row[end])]))
     return found

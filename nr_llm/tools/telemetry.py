@@ -124,6 +124,15 @@ def describe(
         noted(recorder.span, exc)
 
 
+def undescribe() -> None:
+    """Forget what ``describe`` said: the call starts again from a row read anew (whose server,
+    data class or very existence may differ)."""
+    recorder = _current.get()
+    if recorder is not None:
+        recorder.server, recorder.data_class, recorder.ceiling = "", "", ""
+        recorder.requires_approval, recorder.arguments, recorder.secrets = None, None, None
+
+
 def note_error(kind: str) -> None:
     """The ledger's error kind of the call's outcome ("" for a success)."""
     recorder = _current.get()

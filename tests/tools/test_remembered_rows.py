@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Field
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -23,6 +23,9 @@ from nr_llm.tools import lookup
 from tests.factories import McpServerFactory
 from tests.fakes import FakeClient
 from tests.governance.helpers import guarded_tool, row_of
+from tests.otel import Otel, attributes_of, otel
+
+__all__ = ["otel"]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LATER = datetime(2027, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -240,3 +243,89 @@ def test_a_guarded_row_is_the_row_an_unguarded_insert_writes():
     first, second = ({k: v for k, v in row.items() if k not in skip} for row in values)
     assert first == second
     assert first["expires_at"] is not None and first["tool_input_schema"] == tool.input_schema
+
+
+# -- found in review: a retry never doubles a row, a transaction's own changes count -----------
+
+
+def _commits_then_reports_a_failure_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ledger's first write is done, but its caller hears a failure (a lost answer)."""
+    real = ledger.write
+    failed: list[bool] = []
+
+    def flaky(work: Any, *, durable: bool = True) -> Any:
+        done = real(work, durable=durable)
+        if not failed:
+            failed.append(True)
+            raise ledger.LedgerUnavailable("the database's answer was lost")
+        return done
+
+    monkeypatch.setattr(ledger, "write", flaky)
+
+
+def test_a_write_done_but_reported_failed_leaves_one_held_row_not_two(monkeypatch):
+    """The call starts again from a row read anew with the same row key: the second INSERT
+    meets the first instead of adding a second approvable row for one model call."""
+    tool = guarded_tool(requires_approval=True)
+    client = FakeClient()
+    assert _ran(tool, client).status == "awaiting_approval"
+    _commits_then_reports_a_failure_once(monkeypatch)
+    result = _ran(tool, client)
+    assert result.is_error and "not run" in result.text, result.text
+    assert ToolCall.objects.filter(status=ToolCallStatus.AWAITING_APPROVAL).count() == 2  # one per call
+    assert client.calls == []
+
+
+def test_a_write_done_but_reported_failed_leaves_one_row_for_a_call_that_runs(monkeypatch):
+    tool = guarded_tool(requires_approval=False)
+    client = FakeClient()
+    assert not _ran(tool, client).is_error
+    _commits_then_reports_a_failure_once(monkeypatch)
+    before = ToolCall.objects.count()
+    result = _ran(tool, client)
+    assert not result.is_error, result.text
+    assert ToolCall.objects.count() == before + 1
+    assert len(client.calls) == 2
+
+
+def test_a_callers_own_uncommitted_change_reaches_its_call():
+    """Inside a transaction the row is read in it: the guard, on another connection, would see
+    only what is committed."""
+    tool = guarded_tool(requires_approval=False)
+    client = FakeClient()
+    assert not _ran(tool, client).is_error
+    with transaction.atomic():
+        McpServer.objects.filter(pk=tool.server_id).update(requires_approval=True)
+        result = _ran(tool, client)
+    assert len(client.calls) == 1, result.text
+    if connection.vendor == "postgresql":  # SQLite cannot write beside the transaction: not run
+        assert result.status == "awaiting_approval", result.text
+
+
+def test_a_remembered_row_shows_no_ciphertext_in_a_repr():
+    tool = guarded_tool(requires_approval=False)
+    server = McpServer.objects.get(pk=tool.server_id)
+    server.set_credential("a-secret-of-this-site")
+    server.save()
+    lookup.tool_by_name(tool.tool_name)
+    found = lookup.remembered(tool.tool_name)
+    assert found is not None
+    shown = repr(found[1]) + repr(found[1].values) + repr((found[1].sql, found[1].values))
+    assert server.credential_ciphertext not in shown
+    assert server.credential_ciphertext[-20:] not in shown
+
+
+def test_a_call_read_anew_tells_its_trace_only_what_the_catalogue_says(otel: Otel):
+    """A tool removed since it was remembered: its span names no server, no data class (the
+    remembered ones were said first, then forgotten), as for any unknown tool."""
+    tool = guarded_tool(requires_approval=False)
+    client = FakeClient()
+    assert not _ran(tool, client).is_error
+    McpTool.objects.filter(pk=tool.pk).delete()
+    otel.exporter.clear()
+    result = _ran(tool, client)
+    assert result.is_error and "unknown tool" in result.text, result.text
+    (span,) = otel.named(f"execute_tool {tool.tool_name}")
+    attributes = attributes_of(span)
+    assert "nr_llm.server" not in attributes and "nr_llm.data_class" not in attributes, attributes
+    assert attributes["nr_llm.tool_call.status"] == "failed"
