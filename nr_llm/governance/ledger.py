@@ -162,7 +162,7 @@ def open_call(
     *,
     error_kind: str = "",
     result_text: str = "",
-    guard: tuple[str, Sequence[Any]] | None = None,
+    guard: statements.Guard | None = None,
     call_id: uuid.UUID | None = None,
 ) -> uuid.UUID:
     """Insert the call's row (one query); a refused call is written finished, at once.

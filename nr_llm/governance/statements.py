@@ -12,6 +12,7 @@ holds each equal to the ORM's.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,16 +50,25 @@ def database() -> BaseDatabaseWrapper:
     return connections[DEFAULT_DB_ALIAS]
 
 
-def insert(row: Model, guard: tuple[str, Sequence[Any]] | None = None) -> bool:
+@dataclass(frozen=True)
+class Guard:
+    """A condition an INSERT holds itself to (``insert``): ``sql`` (one boolean expression with
+    placeholders) and its ``values``, both out of ``repr`` (the values may spell ciphertexts)."""
+
+    sql: str = dataclasses.field(repr=False)
+    values: Sequence[Any] = dataclasses.field(repr=False)
+
+
+def insert(row: Model, guard: Guard | None = None) -> bool:
     """INSERT ``row`` with every concrete field, as ``save(force_insert=True)`` does but for the
     signals (the ledger's models have no receivers; their primary key is set in Python).
 
-    ``guard``: (a boolean SQL expression, its values): the row is inserted only if it holds
-    when the statement runs, in the same statement. Whether the row was inserted.
+    ``guard``: the row is inserted only if it holds when the statement runs, in the same
+    statement. Whether the row was inserted.
     """
     db = database()
     model = type(row)
-    key = ("insert", db.alias, model, guard[0] if guard else None)
+    key = ("insert", db.alias, model, guard.sql if guard else None)
     built = _built.get(key)
     if built is None:
         fields: _Fields = tuple(model._meta.concrete_fields)
@@ -67,12 +77,12 @@ def insert(row: Model, guard: tuple[str, Sequence[Any]] | None = None) -> bool:
             sql = f"INSERT INTO {table(model)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})"
         else:
             selected = ", ".join(_typed(field, db) for field in fields)
-            sql = f"INSERT INTO {table(model)} ({columns}) SELECT {selected} WHERE {guard[0]}"
+            sql = f"INSERT INTO {table(model)} ({columns}) SELECT {selected} WHERE {guard.sql}"
         built = _built[key] = (sql, fields)
     sql, fields = built
     values = [field.get_db_prep_save(field.pre_save(row, True), db) for field in fields]
     with db.cursor() as cursor:
-        cursor.execute(sql + relaxed_clause(), [*values, *guard[1]] if guard else values)
+        cursor.execute(sql + relaxed_clause(), [*values, *guard.values] if guard else values)
         if guard is not None and cursor.rowcount != 1:
             return False
     row._state.adding = False

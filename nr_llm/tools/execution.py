@@ -44,6 +44,7 @@ from ..governance import decisions, ledger
 from ..governance.decisions import DecisionRefused
 from ..governance.ledger import GuardFailed, LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
+from ..governance.statements import Guard
 from ..mcp import CallOutcome, Endpoint, McpTransportError
 from ..mcp.protocol import content, resend
 from ..mcp.wire.redaction import redact
@@ -53,7 +54,7 @@ from ..servers import credentials, health
 from ..servers.endpoints import endpoint_for, mcp_client
 from . import telemetry
 from .arguments import checked_arguments, refusal_text
-from .lookup import Guard, forget, remembered, tool_by_name
+from .lookup import forget, remembered, tool_by_name
 from .registry import LocalTool, local_tool
 from .results import ToolResult, ToolStatus
 from .threads import refuse_in_event_loop
@@ -259,15 +260,12 @@ def _reread_if_remembered(trace: _Trace) -> None:
 
 def _opened(trace: _Trace, call: NewCall, status: str, wall: WallClock) -> uuid.UUID:
     """``ledger.open_call`` with the trace's guard; a guard that fails sends the call back."""
-    guard = trace.guard
     try:
-        return ledger.open_call(
-            call, status, wall(), guard=(guard.sql, guard.values) if guard else None, call_id=trace.row_id
-        )
+        return ledger.open_call(call, status, wall(), guard=trace.guard, call_id=trace.row_id)
     except GuardFailed as exc:
         raise _Reread from exc
     except LedgerUnavailable as exc:
-        if guard is not None:
+        if trace.guard is not None:
             raise _Reread from exc
         raise
 

@@ -16,14 +16,13 @@ call uses, compared by the database as it inserts). When the guard finds a diffe
 was written and nothing sent: the call reads the row anew and starts again. So an operator's
 change reaches the next call as surely as a read would, and a call costs one round trip before
 it is sent instead of two. The fingerprint is the database's own spelling of the columns
-(PostgreSQL: an md5 of the row's text; SQLite: a JSON array of them), so both sides see the
+(PostgreSQL: a SHA-256 of the row's text; SQLite: a JSON array of them), so both sides see the
 values alike; on other databases nothing is remembered and every call reads its row.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Collection
@@ -35,6 +34,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 
 from ..governance import statements
+from ..governance.statements import Guard
 from ..models import McpServer, McpTool
 
 _Converter = Any  # (value, expression, connection) -> value, as Django's converters are
@@ -144,15 +144,6 @@ def tools_by_names(names: Collection[str]) -> dict[str, McpTool]:
     if not names:
         return {}
     return _read(f" IN ({', '.join(['%s'] * len(names))})", list(names))
-
-
-@dataclass(frozen=True)
-class Guard:
-    """A condition that holds while the catalogue holds a remembered row exactly: ``sql`` (one
-    boolean expression with placeholders) and its ``values``."""
-
-    sql: str = dataclasses.field(repr=False)
-    values: list[Any] = dataclasses.field(repr=False)
 
 
 class _Fingerprint(str):

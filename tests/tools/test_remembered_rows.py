@@ -179,7 +179,7 @@ def _guard_holds(tool: McpTool) -> bool:
     assert found is not None
     _, guard = found
     row = ToolCall(created=LATER, tool_name=tool.tool_name, status=ToolCallStatus.RUNNING, id=uuid.uuid4())
-    return statements.insert(row, (guard.sql, guard.values))
+    return statements.insert(row, guard)
 
 
 def _columns(model: type[McpTool] | type[McpServer]) -> list[Field[Any, Any]]:
@@ -235,7 +235,7 @@ def test_a_guarded_row_is_the_row_an_unguarded_insert_writes():
     now = timezone.now()
     actor = {"actor_user_id": None, "actor_label": "a"}
     call = NewCall(tool.tool_name, '{"text":"hi"}', actor, found[0], "public")
-    guard = (found[1].sql, found[1].values)
+    guard = found[1]
     guarded = ledger.open_call(call, ToolCallStatus.AWAITING_APPROVAL, now, guard=guard)
     plain = ledger.open_call(call, ToolCallStatus.AWAITING_APPROVAL, now)
     skip = {"id", "arguments_ciphertext"}  # a fresh key and a fresh nonce each
