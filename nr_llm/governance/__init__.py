@@ -2,8 +2,8 @@
 
 - ``models``: ``ToolCall``, one row per ``execute()``, written in a transaction of its own;
 - ``ledger``: those writes, the arguments' canonical JSON and digest, encryption at rest;
-- ``statements``: the tool-call path's INSERT and UPDATEs (a health stamp rides in one), built
-  once per database instead of compiled by the ORM per call;
+- ``statements``: the tool-call path's INSERT and UPDATEs (and a server's health stamp),
+  built once per database instead of compiled by the ORM per call;
 - ``decisions``: approve, deny, expiry, and the claim that lets an approved call run once;
 - ``ceiling``: the order of the six data classes and what a ceiling lets through;
 - ``retention``: deleting finished rows past ``NR_LLM_LEDGER_RETENTION_DAYS``, in batches;

@@ -28,12 +28,11 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError
 
 from ..conf import conf
 from ..mcp.wire.text import clean, encodable
@@ -218,10 +217,7 @@ def may_have_run(call: ToolCall) -> bool:
 
 class Rider(Protocol):
     """Bookkeeping that rides in an outcome's write (a server's health stamp,
-    ``servers.health.Stamp``): its ``update``, or run on its own when called, reporting and
-    swallowing its own failure."""
-
-    update: statements.Update
+    ``servers.health.Stamp``), run when called, reporting and swallowing its own failure."""
 
     def __call__(self) -> None: ...
 
@@ -242,10 +238,8 @@ def finish(
     the database refuses the first). Raises only ``LedgerUnavailable``: the row could not be
     written at all.
 
-    ``also``: bookkeeping written in the same writer job, never at the outcome's cost: on
-    PostgreSQL in the outcome's own statement (one round trip; when that statement fails, the
-    outcome is written alone and each rider on its own), elsewhere after it in the same
-    transaction (on SQLite one commit for both), each in a savepoint of its own.
+    ``also``: bookkeeping written after the outcome in the same writer job and transaction (on
+    SQLite one commit for both), never at the outcome's cost: each in a savepoint of its own.
     """
     ended = {
         "status": ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED,
@@ -261,15 +255,6 @@ def finish(
         outcome = statements.Update(ToolCall, changes, running)
 
         def work() -> None:
-            if also and statements.combines():
-                try:
-                    # A savepoint only inside a transaction (a relaxed write is in autocommit,
-                    # where a failed statement leaves nothing behind).
-                    with transaction.atomic() if connection.in_atomic_block else nullcontext():
-                        statements.run(outcome, [rider.update for rider in also])
-                    return
-                except DatabaseError:
-                    pass  # which part failed is not known: the outcome alone, each rider on its own
             statements.run(outcome)
             for rider in also:
                 rider()

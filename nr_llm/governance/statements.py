@@ -142,26 +142,9 @@ class Update:
         return sql, [field.get_db_prep_save(value, db) for field, value in zip(fields, values, strict=True)]
 
 
-def combines() -> bool:
-    """Whether ``run`` carries riders in the update's own statement (PostgreSQL); elsewhere a
-    caller runs them after it, each on its own."""
-    return connection.vendor == "postgresql"
-
-
-def run(update: Update, riders: Sequence[Update] = ()) -> int:
-    """Run ``update``, with ``riders`` in the same statement (data-modifying ``WITH`` clauses:
-    one round trip, and one whole: if it fails, none of it was done); the number of rows
-    ``update`` changed. Riders need ``combines()``."""
+def run(update: Update) -> int:
+    """Run ``update``; the number of rows it changed."""
     sql, values = update.sql()
-    if riders:
-        if not combines():
-            raise ValueError(f"{connection.vendor} cannot carry updates in another's statement")
-        clauses, leading = [], []
-        for position, rider in enumerate(riders):
-            rider_sql, rider_values = rider.sql()
-            clauses.append(f"nr_llm_rider_{position} AS ({rider_sql})")
-            leading += rider_values
-        sql, values = f"WITH {', '.join(clauses)} {sql}", [*leading, *values]
     with database().cursor() as cursor:
         cursor.execute(sql + relaxed_clause(), values)
         return int(cursor.rowcount)

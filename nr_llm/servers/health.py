@@ -7,25 +7,29 @@ and the stamp must never cost the caller its answer, nor its time.
 The stamp is handed to the writer threads (``nr_llm.own_transaction``) and not waited for: it
 runs on their connection, never on the caller's, and on PostgreSQL skips a row another
 transaction holds (``FOR UPDATE SKIP LOCKED``): a call that already has its answer never waits
-on someone else's lock, and the next operation stamps again. On SQLite, whose one write lock
-the writer thread takes for stamps and ledger rows alike, the caller waits for its stamp (no
-row lock to wait on there), so its own next write never meets it. A caller inside a
-transaction of its own (``ATOMIC_REQUESTS``, an ``atomic`` block) keeps the stamp in a
-savepoint of it: the server row may be the caller's own uncommitted one, which another
-connection would not see, and on SQLite the caller holds the one write lock; there too a
-locked row is skipped.
+on someone else's lock, and the next operation stamps again. A server's stamp that finds an
+earlier one of the same server still waiting for a writer takes its place (the row keeps the
+latest contact either way): however many calls a server answers at once, it costs at most one
+waiting write. On SQLite, whose one write lock the writer thread takes for stamps and ledger rows
+alike, the caller waits for its stamp (no row lock to wait on there), so its own next write
+never meets it. A caller inside a transaction of its own (``ATOMIC_REQUESTS``, an ``atomic``
+block) keeps the stamp in a savepoint of it: the server row may be the caller's own uncommitted
+one, which another connection would not see, and on SQLite the caller holds the one write lock;
+there too a locked row is skipped.
 
-A caller that writes anyway right after the operation (a tool call's ledger outcome) carries
-the stamp in that write (``carried()``): one writer job and, on SQLite, one commit instead of
-two. The stamp is one statement that skips a locked row there too. On PostgreSQL a caller with
-no transaction open writes its outcome on its own connection, in autocommit
-(``own_transaction.relaxed``), and the stamp rides in that statement: on the caller's
-connection then, but in no transaction of the caller's, and still never waiting for a lock.
+A caller that writes anyway right after the operation (a tool call's ledger outcome) collects
+its stamps (``carried()``). On SQLite they ride in that write (``rides_along()``): one writer
+job and one commit instead of two. On PostgreSQL they are handed over once the outcome is
+written: a statement of their own on a writer's connection, which the caller does not wait
+for (carried in the outcome's statement, the server row's update cost the caller most of a
+millisecond, measured in ``bench/turn.py``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import wait
 from contextlib import contextmanager
@@ -44,13 +48,14 @@ logger = logging.getLogger("nr_llm.health")
 
 
 class Stamp:
-    """One server's contact: one UPDATE of its two contact columns (``update``, for a write
-    that carries it in its own statement), or run on its own (called), swallowing its failure.
+    """One server's contact: one UPDATE of its two contact columns (``update``), run when
+    called, swallowing its failure.
     Like ``QuerySet.update()`` it leaves ``updated`` (auto_now) and the import fields alone: a
     contact is not an edit, and must not hide when an operator last changed the row."""
 
     def __init__(self, identifier: str, now: datetime, latency_ms: int) -> None:
         self.identifier = identifier
+        self.now = now
         self.update = statements.Update(
             McpServer,
             {"last_contact": now, "last_latency_ms": max(0, int(latency_ms))},
@@ -110,19 +115,64 @@ def carried() -> Iterator[list[Stamp]]:
         _carrier.reset(token)
 
 
+def rides_along() -> bool:
+    """Whether a caller's carried stamps ride in its next ledger write (SQLite: one commit for
+    both) rather than being ``write``n after it (PostgreSQL: not waited for)."""
+    return connection.vendor != "postgresql"
+
+
 def write(stamps: list[Stamp]) -> None:
     """Hand ``stamps`` to the writer threads, as a recorder does when nothing carries them."""
     if not stamps:
         return
-
-    def run() -> None:
-        for stamp in stamps:
-            stamp()
-
-    # A stamp is not worth a wait for the disk: if a database server's crash loses it, the
-    # next operation stamps again.
-    done = hand_over(relaxed(run))
     if connection.vendor == "sqlite":
         # One write at a time: a caller's next write must not meet its own stamp holding
         # the lock (an in-memory database refuses at once instead of waiting).
-        wait([done])
+        wait([hand_over(relaxed(lambda: _each(stamps)))])
+        return
+    identifiers = _waiting.put(stamps)
+    if identifiers:
+        # A stamp is not worth a wait for the disk: if a database server's crash loses it, the
+        # next operation stamps again.
+        hand_over(relaxed(lambda: _each(_waiting.take(identifiers))))
+
+
+def _each(stamps: list[Stamp]) -> None:
+    for stamp in stamps:
+        stamp()
+
+
+class _Waiting:
+    """The stamps handed over and not yet taken by a writer, one per server: the latest."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stamps: dict[str, Stamp] = {}
+
+    def put(self, stamps: list[Stamp]) -> list[str]:
+        """Keep ``stamps``; the servers that had none waiting (a writer job must take theirs)."""
+        fresh: list[str] = []
+        with self._lock:
+            for stamp in stamps:
+                earlier = self._stamps.get(stamp.identifier)
+                if earlier is None:
+                    fresh.append(stamp.identifier)
+                if earlier is None or stamp.now >= earlier.now:
+                    self._stamps[stamp.identifier] = stamp
+        return fresh
+
+    def take(self, identifiers: list[str]) -> list[Stamp]:
+        with self._lock:
+            return [stamp for name in identifiers if (stamp := self._stamps.pop(name, None))]
+
+
+_waiting = _Waiting()
+
+
+def _forked() -> None:
+    # A child has none of its parent's writer jobs: a stamp waiting for one would wait forever.
+    global _waiting
+    _waiting = _Waiting()
+
+
+os.register_at_fork(after_in_child=_forked)

@@ -415,9 +415,10 @@ def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -
     assert trace.call_id is not None
     trace.running = False
     stamps = _taken_stamps(trace)
+    # On SQLite the stamp rides in the outcome's write: one writer job and one commit instead of
+    # two. On PostgreSQL it is handed over after it, not waited for (``health.rides_along``).
+    riding = stamps if health.rides_along() else []
     try:
-        # The stamp rides in the outcome's write: one writer job (on SQLite one commit) instead
-        # of two; it is one statement that skips a locked server row, never waits for it.
         ledger.finish(
             trace.call_id,
             is_error=ran.result.is_error,
@@ -427,13 +428,16 @@ def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -
             result_text=ran.result.text,
             now=wall(),
             structured=ran.result.structured,
-            also=stamps,
+            also=riding,
         )
     except LedgerUnavailable as exc:
         logger.error(
             "the outcome of tool call %s (%s) was not recorded: %s", trace.call_id, trace.name, exc.for_log()
         )
         health.write(stamps)  # the contact happened all the same
+        return
+    if not riding:
+        health.write(stamps)
 
 
 def _lost(trace: _Trace, call: NewCall, exc: LedgerUnavailable) -> None:
@@ -490,7 +494,7 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
     caller = client or mcp_client()
     trace.sent = True
     try:
-        # The client's health stamp rides in the outcome's ledger write (_record_outcome).
+        # The client's health stamp goes with the outcome's ledger write (_record_outcome).
         with health.carried() as stamps:
             try:
                 # The imported schema goes along: a 2026-07-28 server reads x-mcp-header arguments

@@ -1,10 +1,12 @@
-"""A tool call's health stamp rides in its outcome's ledger write: one writer job, not two, and
-neither can cost the other (issue 26: "the ledger costs almost nothing")."""
+"""A tool call's health stamp: on SQLite it rides in its outcome's ledger write (one writer job,
+one commit), on PostgreSQL it is handed to a writer after the outcome and not waited for; neither
+can cost the other (issue 26: "the ledger costs almost nothing")."""
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+import threading
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from nr_llm.governance import ledger, statements
 from nr_llm.governance.ledger import LedgerUnavailable
 from nr_llm.mcp import CallOutcome, Endpoint
 from nr_llm.models import McpServer, ToolCallStatus
+from nr_llm.servers import health
 from nr_llm.servers.health import HealthRecorder
 from tests.fakes import FakeClient
 from tests.governance.helpers import guarded_tool, row_of
@@ -52,16 +55,19 @@ def _stamped(server: McpServer) -> tuple[object, object]:
     return fresh.last_contact, fresh.last_latency_ms
 
 
-def test_the_stamp_is_written_with_the_outcome_in_one_job(monkeypatch):
-    """Two ledger writes per call (its row, its outcome with the stamp), nothing handed over
-    besides: on SQLite two writer jobs; on PostgreSQL none at all, a caller outside any
-    transaction writing both on its own connection. The stamp is there when execute() returns,
-    without waiting for anything."""
+def test_the_stamp_costs_the_call_no_writer_job_of_its_own(monkeypatch):
+    """Two ledger writes per call (its row, its outcome), nothing else waited for: on SQLite
+    two writer jobs, the stamp in the outcome's; on PostgreSQL the row and the outcome on the
+    caller's own connection (no transaction open) and one hand-over for the stamp."""
     tool = guarded_tool(requires_approval=False)
     jobs = _jobs(monkeypatch)
     result = tools.execute(tool.tool_name, {"text": "hi"}, client=StampingClient())
     assert not result.is_error, result.text
-    assert jobs == ([] if connection.vendor == "postgresql" else ["nr-llm-ledger", "nr-llm-ledger"])
+    if connection.vendor == "postgresql":
+        assert jobs == ["nr-llm-hand-over"]
+        assert own_transaction.settle(10)
+    else:
+        assert jobs == ["nr-llm-ledger", "nr-llm-ledger"]
     assert _stamped(tool.server) == (STAMP, 42)
     assert row_of(result).status == ToolCallStatus.SUCCEEDED
 
@@ -97,8 +103,8 @@ def test_a_call_with_no_ledger_row_still_stamps(monkeypatch):
 
 def test_a_failing_stamp_never_costs_the_outcome(monkeypatch, caplog):
     """A real database error in the stamp (a table that is not there) is logged and contained:
-    the outcome in the same write is kept, on PostgreSQL (the shared statement fails whole, so
-    the outcome is written alone) as on SQLite (the stamp's savepoint)."""
+    the outcome is kept, on SQLite (the stamp's savepoint in the outcome's transaction) as on
+    PostgreSQL (a statement of its own, on a writer's connection)."""
     tool = guarded_tool(requires_approval=False)
     real = statements.Update.sql
 
@@ -110,6 +116,7 @@ def test_a_failing_stamp_never_costs_the_outcome(monkeypatch, caplog):
     monkeypatch.setattr(statements.Update, "sql", broken)
     with caplog.at_level(logging.WARNING, "nr_llm.health"):
         result = tools.execute(tool.tool_name, {"text": "hi"}, client=StampingClient())
+        assert own_transaction.settle(10)
     assert not result.is_error, result.text
     row = row_of(result)
     assert (row.status, row.error_kind) == (ToolCallStatus.SUCCEEDED, "")
@@ -118,19 +125,65 @@ def test_a_failing_stamp_never_costs_the_outcome(monkeypatch, caplog):
     assert _stamped(tool.server) == (None, None)
 
 
-def test_on_postgresql_the_stamp_rides_in_the_outcomes_statement(monkeypatch):
-    """One statement carries the outcome and the stamp (one round trip for both)."""
+def _postgresql_only() -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("a data-modifying WITH is PostgreSQL's")
+        pytest.skip("SQLite's caller waits for its stamp: one write lock for all")
+
+
+def _occupy_every_writer(release: threading.Event) -> list[Any]:
+    """Hand every writer thread a job that holds it until ``release``; once all hold."""
+    holding = threading.Barrier(own_transaction.WRITERS + 1)
+
+    def occupy() -> None:
+        holding.wait(10)
+        release.wait(10)
+
+    blockers = [own_transaction.hand_over(occupy) for _ in range(own_transaction.WRITERS)]
+    holding.wait(10)
+    return blockers
+
+
+def test_on_postgresql_the_call_does_not_wait_for_its_stamp():
+    """A writer busy elsewhere holds the stamp back, never the call: execute() returns with
+    its outcome written and the stamp still waiting, which lands once the writer is free."""
+    _postgresql_only()
     tool = guarded_tool(requires_approval=False)
-    sent: list[str] = []
-    real = statements.run
-
-    def counted(update: statements.Update, riders: Any = ()) -> int:
-        sent.append(update.model.__name__ + "".join(f"+{rider.model.__name__}" for rider in riders))
-        return real(update, riders)
-
-    monkeypatch.setattr(statements, "run", counted)
-    tools.execute(tool.tool_name, {"text": "hi"}, client=StampingClient())
-    assert sent == ["ToolCall+McpServer"]
+    release = threading.Event()
+    blockers = _occupy_every_writer(release)
+    try:
+        result = tools.execute(tool.tool_name, {"text": "hi"}, client=StampingClient())
+        assert row_of(result).status == ToolCallStatus.SUCCEEDED
+        assert _stamped(tool.server) == (None, None)
+    finally:
+        release.set()
+    for blocker in blockers:
+        blocker.result(10)
+    assert own_transaction.settle(10)
     assert _stamped(tool.server) == (STAMP, 42)
+
+
+def test_on_postgresql_a_servers_waiting_stamps_cost_one_write_and_keep_the_latest(monkeypatch):
+    """Stamps of one server handed over while a writer is busy take each other's place: one
+    job for them all, which writes the latest contact (not the last one handed over)."""
+    _postgresql_only()
+    tool = guarded_tool(requires_approval=False)
+    identifier = tool.server.identifier
+    release = threading.Event()
+    blockers = _occupy_every_writer(release)
+    jobs = _jobs(monkeypatch)
+    try:
+        health.write([health.Stamp(identifier, STAMP, 10)])
+        health.write([health.Stamp(identifier, STAMP + timedelta(seconds=2), 30)])
+        health.write([health.Stamp(identifier, STAMP + timedelta(seconds=1), 20)])  # late, older
+    finally:
+        release.set()
+    for blocker in blockers:
+        blocker.result(10)
+    assert own_transaction.settle(10)
+    assert jobs == ["nr-llm-hand-over"]
+    assert _stamped(tool.server) == (STAMP + timedelta(seconds=2), 30)
+    # Taken: the server's next stamp is a job of its own again.
+    health.write([health.Stamp(identifier, STAMP + timedelta(seconds=3), 40)])
+    assert own_transaction.settle(10)
+    assert jobs == ["nr-llm-hand-over", "nr-llm-hand-over"]
+    assert _stamped(tool.server) == (STAMP + timedelta(seconds=3), 40)
