@@ -13,9 +13,11 @@ and no connection opened per write, and the process never holds more than ``WRIT
 extra connections (one on SQLite), however many requests write at once. ``close_writers()`` lets go of them
 (a test database about to be dropped); a forked child starts its own.
 
-A tool call's own rows need not even the hand-over on PostgreSQL: written as one relaxed
-statement (``relaxed``) by a caller with no transaction open, they run on the caller's own
-connection, in autocommit, where no rollback of the caller's can reach them either.
+A tool call's own rows need not even the hand-over: written (``relaxed``) by a caller with no
+transaction open, they run on the caller's own connection, where no rollback of the caller's can
+reach them either: on PostgreSQL as one autocommit statement, on SQLite in a transaction of
+their own, taking the process's SQLite write lock (``_sqlite_writes``) as the writer thread
+does, so they meet each other there, never on the database's one lock.
 
 SQLite allows one writer at a time: while the calling thread holds a write transaction, a
 second connection cannot write (in tests, whose shared in-memory database answers "database
@@ -46,6 +48,10 @@ WRITERS = 4
 IDLE_CHECK_SECONDS = 30.0
 
 _Job = tuple[Callable[[], Any], "Future[Any]", str]
+#: One SQLite write in this process at a time, the writer thread's or one done in place: two
+#: would meet on the database's lock instead, which a busy handler waits out in sleeps of
+#: milliseconds and a shared in-memory database refuses at once ("table is locked").
+_sqlite_writes = threading.RLock()
 _IDLE_NAME = "nr-llm-writer"
 
 
@@ -118,6 +124,9 @@ def _run(work: Callable[[], T]) -> T:
     if connection.vendor == "postgresql" and getattr(work, "relaxed_commit", False):
         # One statement in autocommit, its commit not waiting for the disk (``relaxed``).
         return _relaxing(work)
+    if connection.vendor == "sqlite":
+        with _sqlite_writes, transaction.atomic():
+            return work()
     with transaction.atomic():
         return work()
 
@@ -170,14 +179,14 @@ class relaxed(Generic[T]):
     ``synchronous_commit`` off, ``relaxed_clause``): run in autocommit, one round trip, visible
     to every session and safe from a caller's rollback at once, durable a fraction of a second
     later. Only what a database server's crash may lose without harm: never a state move another
-    decision relies on (an approval, a claim). Statements after the first (a health stamp riding
-    along) each commit on their own and swallow their own failure. Elsewhere (SQLite) it is an
-    ordinary transaction.
+    decision relies on (an approval, a claim). Elsewhere (SQLite) it is an ordinary transaction
+    (statements after the first, a health stamp riding along, each in a savepoint swallowing its
+    own failure).
 
-    On PostgreSQL, a caller with no transaction open runs it on its own connection
-    (``run_in_own_transaction``): an autocommit statement is a transaction of its own there
-    already, which no later rollback of the caller's can reach, so no hand-over to a writer
-    thread is needed, nor its wake-ups."""
+    A caller with no transaction open runs it on its own connection (``run_in_own_transaction``):
+    an autocommit statement (PostgreSQL) or a transaction begun and committed there (SQLite) is
+    one no later rollback of the caller's can reach, so no hand-over to a writer thread is
+    needed, nor its wake-ups."""
 
     relaxed_commit = True
 
@@ -193,9 +202,12 @@ def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-tra
     committed, and its exception (a failed commit's included) is raised here.
 
     ``name`` says what the work is for: the writer thread bears it while the work runs.
-    ``relaxed`` work of a caller with no transaction open runs here, on PostgreSQL (``relaxed``).
+    ``relaxed`` work of a caller with no transaction open runs here (``relaxed``).
     """
     if getattr(work, "relaxed_commit", False) and _in_place():
+        if connection.vendor == "sqlite":
+            with _sqlite_writes, transaction.atomic():
+                return work()
         try:
             return _relaxing(work)
         except DatabaseError:
@@ -208,8 +220,9 @@ def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-tra
 
 
 def _in_place() -> bool:
-    """The calling thread's connection is PostgreSQL's, in autocommit, in no transaction."""
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
+    """The calling thread's connection is PostgreSQL's or SQLite's, in autocommit, in no
+    transaction."""
+    if connection.vendor not in ("postgresql", "sqlite") or connection.in_atomic_block:
         return False
     try:
         return connection.get_autocommit()

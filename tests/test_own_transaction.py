@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -138,17 +139,68 @@ def _caller_session() -> int:
 
 
 def test_relaxed_work_of_a_caller_in_no_transaction_runs_on_its_own_connection(monkeypatch):
-    """PostgreSQL, autocommit, no transaction open: the caller's session runs it, no writer is
-    handed anything, and it is committed (another session sees it) when the call returns."""
-    _postgresql_only()
+    """Autocommit, no transaction open: the caller's session runs it, no writer is handed
+    anything, and it is committed (another session sees it) when the call returns; on
+    PostgreSQL and on SQLite alike."""
     handed: list[str] = []
     monkeypatch.setattr(own_transaction._writers, "submit", lambda work, name="": handed.append(name))
-    caller = _caller_session()
+    caller = _session()
     ran_in = run_in_own_transaction(relaxed(_session))
     run_in_own_transaction(relaxed(lambda: McpServer.objects.create(identifier="here", name="Here")))
     assert ran_in == caller and handed == []
     monkeypatch.undo()
     assert run_in_own_transaction(lambda: McpServer.objects.filter(identifier="here").exists())
+
+
+def test_relaxed_work_done_in_place_that_fails_keeps_nothing():
+    """SQLite, in place as on a writer: the work is one transaction, a failure after its first
+    write takes that write back, and the caller's connection is left in no transaction.
+    (PostgreSQL's relaxed work is one autocommit statement, ``relaxed``.)"""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite runs relaxed work as a transaction")
+
+    def fail() -> None:
+        McpServer.objects.create(identifier="half", name="Half")
+        raise LookupError("the work failed")
+
+    with pytest.raises(LookupError):
+        run_in_own_transaction(relaxed(fail))
+    assert not connection.in_atomic_block
+    assert not McpServer.objects.filter(identifier="half").exists()
+
+
+def _create(identifier: str, name: str) -> McpServer:
+    return McpServer.objects.create(identifier=identifier, name=name)
+
+
+def test_relaxed_writes_in_place_from_many_threads_and_a_writers_job_all_land():
+    """Callers on threads of their own write in place at once while a writer runs a job: each
+    write lands, none refused (on SQLite they take turns in this process rather than meet on
+    the database's lock, which a shared in-memory database refuses at once)."""
+    names = [f"t{n}" for n in range(12)]
+    failures: list[BaseException] = []
+    start = threading.Barrier(len(names) + 1)
+
+    def caller(name: str) -> None:
+        try:
+            start.wait(10)
+            for round_ in range(5):
+                run_in_own_transaction(relaxed(functools.partial(_create, f"{name}r{round_}", name)))
+        except BaseException as exc:  # reported below, in the test's thread
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=caller, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    start.wait(10)
+    handed = hand_over(lambda: McpServer.objects.create(identifier="writer", name="Writer"))
+    for thread in threads:
+        thread.join(30)
+    assert handed.result(10) is not None
+    assert failures == []
+    assert McpServer.objects.filter(name__startswith="t").count() == len(names) * 5
 
 
 def test_a_relaxed_statement_leaves_the_callers_session_setting_alone():

@@ -3,16 +3,16 @@
 A caller's rollback never erases an audit row, so every write here runs through
 ``run_in_own_transaction``: on one of a few writer threads that keep their connection open
 (``nr_llm/own_transaction.py``), so a write costs its statement and a hand-over, no thread and
-no connection; on PostgreSQL a call's own rows, for a caller with no transaction open, on the
-caller's own connection in autocommit (no hand-over). A call costs the ledger two queries (the
-row as it starts, its outcome), an awaiting or refused call one. On PostgreSQL a call's own row
-does not wait for the disk at commit (``own_transaction.relaxed``: one autocommit statement): a
-server crash may lose the last fraction of a second of them, a caller's rollback none. A held
-call's row, every decision and every claim are committed as the site's other writes are (they
-wait for the disk unless the site chose otherwise): exactly once and "fails closed" rest on
-them. When a row cannot be written (``LedgerUnavailable``), the caller decides: a tool that
-requires approval fails closed, any other runs and the lost row is logged at ERROR
-(``execution.py``).
+no connection; a call's own rows, for a caller with no transaction open, on the caller's own
+connection (no hand-over): on PostgreSQL in autocommit, on SQLite in a transaction of their own.
+A call costs the ledger two queries (the row as it starts, its outcome), an awaiting or refused
+call one. On PostgreSQL a call's own row does not wait for the disk at commit
+(``own_transaction.relaxed``: one autocommit statement): a server crash may lose the last
+fraction of a second of them, a caller's rollback none. A held call's row, every decision and
+every claim are committed as the site's other writes are (they wait for the disk unless the site
+chose otherwise): exactly once and "fails closed" rest on them. When a row cannot be written
+(``LedgerUnavailable``), the caller decides: a tool that requires approval fails closed, any
+other runs and the lost row is logged at ERROR (``execution.py``).
 
 An outcome write cannot leave a row ``running``: what cannot be kept of the outcome (an
 answer the keys cannot encrypt, a write the database refuses) is dropped, and the row is

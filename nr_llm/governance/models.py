@@ -32,12 +32,15 @@ PENDING = (ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.APPROVED)
 
 
 def _unconstrained(to: str, related_name: str = "+") -> models.ForeignKey:  # type: ignore[type-arg]
+    # No index: nothing looks a call up by its tool, server or user (the admin filters on the
+    # copied names, a deletion does nothing here), and each index is a write on every call.
     return models.ForeignKey(
         to,
         null=True,
         blank=True,
         on_delete=models.DO_NOTHING,
         db_constraint=False,
+        db_index=False,
         related_name=related_name,
     )
 
@@ -88,7 +91,11 @@ class ToolCall(models.Model):
         # that stops after a page), so a page costs the same at 100k and at 1M rows. Every
         # index is a cost on the write path: none beyond what a page, a filter or retention uses.
         indexes = [
-            models.Index(fields=["status", "expires_at"], name="nr_llm_toolcall_pending"),
+            # The expiry sweep (each page view) and the pending counts: only pending rows, so
+            # a call's own two writes never touch it.
+            models.Index(
+                fields=["expires_at"], condition=models.Q(status__in=PENDING), name="nr_llm_toolcall_expiry"
+            ),
             # The default order (the admin adds the pk to make it total); retention's range.
             models.Index(fields=["created", "id"], name="nr_llm_toolcall_created"),
             models.Index(fields=["status", "created"], name="nr_llm_toolcall_status"),

@@ -359,10 +359,39 @@ class _Watched:
         # urllib3 swallows a broken pipe or a reset while the request is written (to read an
         # answer the server may have sent first), so the proof that the request never left
         # completely is noted here, where the write itself raises.
-        super().request(*args, **kwargs)  # type: ignore[misc]
+        if self.sock is None:
+            # Connected first, as http.client's first send would: what connecting writes (a
+            # proxy tunnel's CONNECT) must not be taken for the request's head.
+            self.connect()
+        self._head = b""  # holding: the next send() is the head (``send``)
+        try:
+            super().request(*args, **kwargs)  # type: ignore[misc]
+            if self._head:
+                super().send(self._head)  # type: ignore[misc]  # no body: the head goes alone
+        finally:
+            self._head = None
         watchdog = _current.get()
         if watchdog is not None:
             watchdog.delivery.written = True
+
+    #: While a request is written: b"" until its head is sent, then the head, held back.
+    _head: bytes | None = None
+
+    def send(self, data: Any) -> None:
+        # urllib3 writes a request's head and its body in two sends: two TLS records, two
+        # packets (no Nagle delay to merge them) and two reads and wake-ups for the server.
+        # The head waits for the body's first bytes and goes out with them, in one.
+        head = self._head
+        if head is not None:
+            if not head and isinstance(data, bytes | bytearray):
+                self._head = bytes(data)
+                return
+            self._head = None
+            if isinstance(data, bytes | bytearray):
+                data = head + data
+            elif head:
+                super().send(head)  # type: ignore[misc]
+        super().send(data)  # type: ignore[misc]
 
 
 class WatchedHTTPConnection(_Watched, HTTPConnection):
