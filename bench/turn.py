@@ -24,7 +24,8 @@ Compared round by round, so all see the same load:
   outcome (with the server's stamp) after it costs here, with nothing of nr_llm's but the
   client: the database driver's own connection (no Django), a table of four columns, one
   INSERT and one UPDATE of the outcome carrying the stamp (PostgreSQL: one statement, commit
-  relaxed as nr_llm's; SQLite: one transaction), around the warm call without its own stamp;
+  relaxed as nr_llm's, which instead hands its stamp to a writer and does not wait for it;
+  SQLite: one transaction, as nr_llm's), around the warm call without its own stamp;
   alone and 4 at once. ``execute()``'s distance from it is what nr_llm itself adds.
 
 Ms per call or per turn (median of rounds), and ratios against one floor POST and one warm
@@ -281,7 +282,8 @@ class _LedgerFloor:
             self.mark = "%s"
             relaxed = " RETURNING set_config('synchronous_commit', 'off', true)"
             self.insert = f"INSERT INTO bench_floor VALUES (%s, 'running', now(), NULL){relaxed}"
-            # The outcome and the server's stamp in one statement, as nr_llm's (a data-modifying WITH).
+            # The outcome and the server's stamp in one statement (a data-modifying WITH): the
+            # fewest round trips for both (nr_llm hands its stamp over and does not wait for it).
             self.finish = [
                 "WITH stamp AS (UPDATE nr_llm_mcpserver SET last_contact = now(), last_latency_ms = %s "
                 "WHERE identifier = 'bench') UPDATE bench_floor SET status = 'succeeded', finished = now() "
@@ -299,7 +301,7 @@ class _LedgerFloor:
             if init:
                 self.raw.executescript(init)
             self.insert = "INSERT INTO bench_floor VALUES (?, 'running', datetime('now'), NULL)"
-            # One transaction for both, as nr_llm's writer commits them once.
+            # One transaction for both, as nr_llm commits them once.
             self.finish = [
                 "BEGIN",
                 "UPDATE nr_llm_mcpserver SET last_contact = datetime('now'), last_latency_ms = ? "
