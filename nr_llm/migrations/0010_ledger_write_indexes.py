@@ -33,56 +33,25 @@ class Migration(migrations.Migration):
             model_name="toolcall",
             name="nr_llm_toolcall_pending",
         ),
-        migrations.AlterField(
-            model_name="toolcall",
-            name="actor_user",
-            field=models.ForeignKey(
-                blank=True,
-                db_constraint=False,
-                db_index=False,
-                null=True,
-                on_delete=models.deletion.DO_NOTHING,
-                related_name="+",
-                to=settings.AUTH_USER_MODEL,
-            ),
-        ),
-        migrations.AlterField(
-            model_name="toolcall",
-            name="approver",
-            field=models.ForeignKey(
-                blank=True,
-                db_constraint=False,
-                db_index=False,
-                null=True,
-                on_delete=models.deletion.DO_NOTHING,
-                related_name="+",
-                to=settings.AUTH_USER_MODEL,
-            ),
-        ),
-        migrations.AlterField(
-            model_name="toolcall",
-            name="server",
-            field=models.ForeignKey(
-                blank=True,
-                db_constraint=False,
-                db_index=False,
-                null=True,
-                on_delete=models.deletion.DO_NOTHING,
-                related_name="tool_calls",
-                to="nr_llm.mcpserver",
-            ),
-        ),
-        migrations.AlterField(
-            model_name="toolcall",
-            name="tool",
-            field=models.ForeignKey(
-                blank=True,
-                db_constraint=False,
-                db_index=False,
-                null=True,
-                on_delete=models.deletion.DO_NOTHING,
-                related_name="+",
-                to="nr_llm.mcptool",
-            ),
+        *(
+            migrations.AlterField(
+                model_name="toolcall",
+                name=name,
+                field=models.ForeignKey(
+                    blank=True,
+                    db_constraint=False,
+                    db_index=False,
+                    null=True,
+                    on_delete=models.deletion.DO_NOTHING,
+                    related_name=related_name,
+                    to=to,
+                ),
+            )
+            for name, to, related_name in [
+                ("actor_user", settings.AUTH_USER_MODEL, "+"),
+                ("approver", settings.AUTH_USER_MODEL, "+"),
+                ("server", "nr_llm.mcpserver", "tool_calls"),
+                ("tool", "nr_llm.mcptool", "+"),
+            ]
         ),
     ]
