@@ -27,6 +27,7 @@ table is locked" at once) or waits for a lock its own caller will never release.
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import threading
@@ -48,6 +49,9 @@ WRITERS = 4
 IDLE_CHECK_SECONDS = 30.0
 
 _Job = tuple[Callable[[], Any], "Future[Any]", str]
+#: How long a process that exits waits for the writes it handed over and did not wait for.
+EXIT_GRACE_SECONDS = 2.0
+_SQLITE_BUSY_OR_LOCKED = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (extended codes share the low byte)
 #: One SQLite write in this process at a time, the writer thread's or one done in place: two
 #: would meet on the database's lock instead, which a busy handler waits out in sleeps of
 #: milliseconds and a shared in-memory database refuses at once ("table is locked").
@@ -166,12 +170,29 @@ _writers = _Writers()
 
 
 def _forked() -> None:
-    # A child does not inherit the parent's threads, only their bookkeeping.
-    global _writers
+    # A child does not inherit the parent's threads, only their bookkeeping, and a lock one of
+    # them held at the fork would stay held in the child for good.
+    global _writers, _sqlite_writes
     _writers = _Writers()
+    _sqlite_writes = threading.RLock()
 
 
 os.register_at_fork(after_in_child=_forked)
+
+
+@atexit.register
+def _settle_at_exit() -> None:
+    # Writes handed over and not waited for (a health stamp) would die with the daemon writer
+    # threads: a command or a worker that exits right after its call still gets them written,
+    # within a short grace.
+    _writers.settle(EXIT_GRACE_SECONDS)
+
+
+def sqlite_refused(exc: BaseException) -> bool:
+    """SQLite refused a write at once because another connection holds its lock, or (WAL) has
+    committed since this connection's open read began: a busy timeout never waited for it."""
+    code = getattr(exc.__cause__, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _SQLITE_BUSY_OR_LOCKED
 
 
 class relaxed(Generic[T]):
@@ -206,8 +227,16 @@ def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-tra
     """
     if getattr(work, "relaxed_commit", False) and _in_place():
         if connection.vendor == "sqlite":
-            with _sqlite_writes, transaction.atomic():
-                return work()
+            try:
+                with _sqlite_writes, transaction.atomic():
+                    return work()
+            except DatabaseError as exc:
+                if not sqlite_refused(exc):
+                    raise
+                # The caller's own connection cannot write now: a read it left open (a
+                # QuerySet.iterator()) keeps, in WAL mode, a snapshot that another connection's
+                # commit has since made stale. A writer's connection has no such read.
+                return _writers.submit(work, name).result()
         try:
             return _relaxing(work)
         except DatabaseError:

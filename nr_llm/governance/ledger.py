@@ -36,7 +36,7 @@ from django.db import DatabaseError
 
 from ..conf import conf
 from ..mcp.wire.text import clean, encodable
-from ..own_transaction import caller_blocks_own_transaction, relaxed, run_in_own_transaction
+from ..own_transaction import caller_blocks_own_transaction, relaxed, run_in_own_transaction, sqlite_refused
 from ..servers import credentials
 from ..servers.credentials import CredentialUnavailable
 from . import statements
@@ -54,7 +54,6 @@ ERROR_KIND_CHARS = 32
 # How long a write refused by SQLite's lock is tried again (as long as SQLite's own default busy
 # timeout): concurrent resumes and their outcomes queue instead of failing.
 LOCKED_WAIT_SECONDS = 5.0
-_SQLITE_BUSY_OR_LOCKED = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (extended codes share the low byte)
 #: The error kind's prefix of a call that may have run: the tool's effect is unknown.
 MAY_HAVE_RUN = "may_have_run"
 
@@ -137,7 +136,7 @@ def write(work: Callable[[], T], *, durable: bool = True) -> T:
         try:
             return run_in_own_transaction(work if durable else relaxed(work), name="nr-llm-ledger")
         except DatabaseError as exc:
-            if _locked(exc) and time.monotonic() + pause < waited_until:
+            if sqlite_refused(exc) and time.monotonic() + pause < waited_until:
                 # Rolled back whole: nothing of it was kept, so it runs again from the start.
                 time.sleep(pause)
                 pause = min(pause * 2, 0.1)
@@ -145,13 +144,6 @@ def write(work: Callable[[], T], *, durable: bool = True) -> T:
             raise LedgerUnavailable(
                 f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
             ) from exc
-
-
-def _locked(exc: DatabaseError) -> bool:
-    """SQLite refused the write because another connection holds the lock, at once (a shared
-    cache, or a read that would have to become a write): the busy timeout never waited for it."""
-    code = getattr(exc.__cause__, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF in _SQLITE_BUSY_OR_LOCKED
 
 
 def open_call(

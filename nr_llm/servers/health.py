@@ -134,7 +134,15 @@ def write(stamps: list[Stamp]) -> None:
     if identifiers:
         # A stamp is not worth a wait for the disk: if a database server's crash loses it, the
         # next operation stamps again.
-        hand_over(relaxed(lambda: _each(_waiting.take(identifiers))))
+        try:
+            hand_over(relaxed(lambda: _each(_waiting.take(identifiers))))
+        except Exception:
+            # No writer to take them (a thread cannot start, at shutdown): taken back, so the
+            # server's next stamp hands over a job of its own instead of waiting behind these.
+            _waiting.take(identifiers)
+            logger.warning(
+                "could not hand over the contact stamps of %s", ", ".join(identifiers), exc_info=True
+            )
 
 
 def _each(stamps: list[Stamp]) -> None:
