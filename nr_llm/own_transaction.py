@@ -228,8 +228,7 @@ def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-tra
     if getattr(work, "relaxed_commit", False) and _in_place():
         if connection.vendor == "sqlite":
             try:
-                with _sqlite_writes, transaction.atomic():
-                    return work()
+                return _run(work)  # as a writer runs it: its own transaction, the process's lock
             except DatabaseError as exc:
                 if not sqlite_refused(exc):
                     raise

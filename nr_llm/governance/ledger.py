@@ -230,8 +230,8 @@ def finish(
     the database refuses the first). Raises only ``LedgerUnavailable``: the row could not be
     written at all.
 
-    ``also``: bookkeeping written after the outcome in the same writer job and transaction (on
-    SQLite one commit for both), never at the outcome's cost: each in a savepoint of its own.
+    ``also``: bookkeeping written after the outcome in the same transaction (on SQLite one commit
+    for both), never at the outcome's cost: each in a savepoint of its own.
     """
     ended = {
         "status": ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED,

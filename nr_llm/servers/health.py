@@ -18,11 +18,11 @@ one, which another connection would not see, and on SQLite the caller holds the 
 there too a locked row is skipped.
 
 A caller that writes anyway right after the operation (a tool call's ledger outcome) collects
-its stamps (``carried()``). On SQLite they ride in that write (``rides_along()``): one writer
-job and one commit instead of two. On PostgreSQL they are handed over once the outcome is
-written: a statement of their own on a writer's connection, which the caller does not wait
-for (carried in the outcome's statement, the server row's update cost the caller most of a
-millisecond, measured in ``bench/turn.py``).
+its stamps (``carried()``). On SQLite they ride in that write (``rides_along()``): one commit
+instead of two. On PostgreSQL they are handed over once the outcome is written: a statement of
+their own on a writer's connection, which the caller does not wait for (carried in the outcome's
+statement, the server row's update cost the caller most of a millisecond, measured in
+``bench/turn.py``).
 """
 
 from __future__ import annotations

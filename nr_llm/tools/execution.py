@@ -415,8 +415,8 @@ def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -
     assert trace.call_id is not None
     trace.running = False
     stamps = _taken_stamps(trace)
-    # On SQLite the stamp rides in the outcome's write: one writer job and one commit instead of
-    # two. On PostgreSQL it is handed over after it, not waited for (``health.rides_along``).
+    # On SQLite the stamp rides in the outcome's write: one commit instead of two. On
+    # PostgreSQL it is handed over after it, not waited for (``health.rides_along``).
     riding = stamps if health.rides_along() else []
     try:
         ledger.finish(
