@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.turn [--delay-ms 20] [--rounds 9] [--ops 10]
         [--postgres postgres://postgres@127.0.0.1:5432/nrllm_bench_turn | --postgres none]
+        [--databases sqlite,wal,postgres,postgres-prepared]
 
 The official SDK server over TLS by name behind bench/wan.py's latency proxy (D ms each way, in a
 process of its own, so its work does not compete with the contenders' for this one's CPU), and
@@ -26,7 +27,12 @@ Compared round by round, so all see the same load:
   INSERT and one UPDATE of the outcome carrying the stamp (PostgreSQL: one statement, commit
   relaxed as nr_llm's, which instead hands its stamp to a writer and does not wait for it;
   SQLite: one transaction, as nr_llm's), around the warm call without its own stamp;
-  alone and 4 at once. ``execute()``'s distance from it is what nr_llm itself adds.
+  alone and 4 at once. ``execute()``'s distance from it is what nr_llm itself adds. The driver
+  prepares the floor's two statements after 5 uses, as psycopg does by default.
+
+PostgreSQL runs twice: as Django connects by default (no prepared statements), and with
+``OPTIONS["prepare_threshold"]`` 5, as a site that allows prepared statements has it (nr_llm's
+statements are then prepared: ``governance/statements.cursor``).
 
 Ms per call or per turn (median of rounds), and ratios against one floor POST and one warm
 client call. Targets (issue 26): ``execute()`` at most 3 ms over the client's warm call; a
@@ -231,7 +237,11 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
         round: a drift of the machine between rounds moves both alike."""
         return statistics.median(compare(a, b) for a, b in zip(times[name], times[base], strict=True))
 
+    from django.db import connection
+
     label = "PostgreSQL"
+    if connection.settings_dict["OPTIONS"].get("prepare_threshold") is not None:
+        label = "PostgreSQL, prepared statements"
     if vendor == "sqlite":
         label = "SQLite, WAL" if os.environ.get("BENCH_SQLITE_WAL") else "SQLite, rollback journal"
     rows = []
@@ -361,6 +371,11 @@ def main() -> None:
         default="postgres://postgres@127.0.0.1:5432/nrllm_bench_turn",
         help="PostgreSQL URL whose test_ database is created and dropped; 'none' skips it",
     )
+    parser.add_argument(
+        "--databases",
+        default="sqlite,wal,postgres,postgres-prepared",
+        help="which to run, comma-separated (default: all four)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--proxy", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -370,9 +385,22 @@ def main() -> None:
     if args.child:
         child(args.delay_ms / 1000, args.rounds, args.ops)
         return
-    databases: list[dict[str, str]] = [{"DATABASE_URL": ""}, {"DATABASE_URL": "", "BENCH_SQLITE_WAL": "1"}]
-    if args.postgres != "none":
-        databases.append({"DATABASE_URL": args.postgres})
+    prepared = f"{args.postgres}{'&' if '?' in args.postgres else '?'}prepare_threshold=5"
+    known = {
+        "sqlite": {"DATABASE_URL": ""},
+        "wal": {"DATABASE_URL": "", "BENCH_SQLITE_WAL": "1"},
+        # Django's default (no prepared statements: a transaction-pooling PgBouncer cannot keep
+        # them), and as a site that allows them has it (psycopg's own threshold, 5 uses).
+        "postgres": {"DATABASE_URL": args.postgres},
+        "postgres-prepared": {"DATABASE_URL": prepared},
+    }
+    chosen = args.databases.split(",")
+    if args.postgres == "none":
+        chosen = [name for name in chosen if not name.startswith("postgres")]
+    unknown = sorted(set(chosen) - set(known))
+    if unknown:
+        parser.error(f"unknown database {', '.join(unknown)}: choose from {', '.join(known)}")
+    databases = [known[name] for name in chosen]
     rows = [
         f"{args.delay_ms:g} ms each way ({2 * args.delay_ms:g} ms round trip), TLS by name, SDK server, "
         f"{args.rounds} rounds of {args.ops}",

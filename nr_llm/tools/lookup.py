@@ -15,9 +15,10 @@ statement, which inserts it only if the catalogue still holds that row exactly (
 call uses, compared by the database as it inserts). When the guard finds a difference, nothing
 was written and nothing sent: the call reads the row anew and starts again. So an operator's
 change reaches the next call as surely as a read would, and a call costs one round trip before
-it is sent instead of two. The fingerprint is the database's own spelling of the columns
-(PostgreSQL: a SHA-256 of the row's text; SQLite: a JSON array of them), so both sides see the
-values alike; on other databases nothing is remembered and every call reads its row.
+it is sent instead of two. A fingerprint (one of the tool's row, one of its server's) is the
+database's own spelling of the columns (PostgreSQL: a SHA-256 of the row's text; SQLite: a JSON
+array of them), so both sides see the values alike; on other databases nothing is remembered
+and every call reads its row.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ class _Statement:
     sql: str
     tool: _Columns
     server: _Columns
-    #: The guard's condition, when the statement's last column is the rows' fingerprint.
+    #: The guard's condition, when the statement's last two columns are the tool's fingerprint
+    #: and its server's.
     guard: str | None
 
 
@@ -97,12 +99,16 @@ def _statement() -> _Statement:
         joined = (
             f"{tool_table} INNER JOIN {server_table} ON {tool_table}.{server_fk} = {server_table}.{server_pk}"
         )
-        fingerprint = _fingerprint(tool_table, server_table)
+        tool_print, server_print = _fingerprint(McpTool, tool_table), _fingerprint(McpServer, server_table)
         guard = None
-        if fingerprint is not None:
-            selected.append(fingerprint)
+        if tool_print is not None and server_print is not None:
+            selected += [tool_print, server_print]
+            # Each row by its key on its own, not the join the read makes: the same columns
+            # compared, and a statement PostgreSQL plans without weighing join orders (planning
+            # is most of what an unprepared INSERT costs it; statements.cursor).
             guard = (
-                f"EXISTS (SELECT 1 FROM {joined} WHERE {tool_table}.{tool_pk} = %s AND {fingerprint} = %s)"
+                f"(SELECT {tool_print} FROM {tool_table} WHERE {tool_table}.{tool_pk} = %s) = %s "
+                f"AND (SELECT {server_print} FROM {server_table} WHERE {server_table}.{server_pk} = %s) = %s"
             )
         # Ends in the column a caller matches: "= %s" for one name, "IN (...)" for a turn's.
         sql = f"SELECT {', '.join(selected)} FROM {joined} WHERE {tool_table}.{name}"
@@ -116,13 +122,11 @@ def _statement() -> _Statement:
     return statement
 
 
-def _fingerprint(tool_table: str, server_table: str) -> str | None:
-    """An expression of every guarded column of a tool's row and its server's that differs when
-    any of them does, computed by the database (at the read and in the guard, so both see the
-    values alike); None where none is known."""
-    columns = [f"{tool_table}.{statements.column(field)}" for field in _guarded(McpTool)] + [
-        f"{server_table}.{statements.column(field)}" for field in _guarded(McpServer)
-    ]
+def _fingerprint(model: type[McpTool] | type[McpServer], table: str) -> str | None:
+    """An expression of every guarded column of a ``model`` row that differs when any of them
+    does, computed by the database (at the read and in the guard, so both see the values
+    alike); None where none is known."""
+    columns = [f"{table}.{statements.column(field)}" for field in _guarded(model)]
     if connection.vendor == "postgresql":
         # A row's text form tells NULL from "" and spells jsonb one way. SHA-256, not md5: a
         # server in FIPS mode refuses md5, and this runs in every catalogue read.
@@ -227,7 +231,7 @@ def _guarded(model: type[Model]) -> list[Field[Any, Any]]:
 def _read(matching: str, names: list[str]) -> dict[str, McpTool]:
     statement = _statement()
     db = statements.database()
-    with db.cursor() as cursor:
+    with statements.cursor(db) as cursor:
         cursor.execute(statement.sql + matching, names)
         rows = cursor.fetchall()
     split = len(statement.tool.attnames)
@@ -239,5 +243,6 @@ def _read(matching: str, names: list[str]) -> dict[str, McpTool]:
         tool.server = server  # the foreign key's cache: tool.server is not read again
         found[tool.tool_name] = tool
         if statement.guard is not None:
-            _remember(tool, Guard(statement.guard, [tool.pk, _Fingerprint(row[end])]))
+            prints = [_Fingerprint(row[end]), _Fingerprint(row[end + 1])]
+            _remember(tool, Guard(statement.guard, [tool.pk, prints[0], server.pk, prints[1]]))
     return found

@@ -27,7 +27,7 @@ from typing import Any, TypeVar, cast
 
 from ..conf import conf
 from ..governance import ceiling as ceilings
-from ..mcp.wire.telemetry import ENABLED, clip, current, fail, masked, noted, tracer
+from ..mcp.wire.telemetry import ENABLED, clip, current, fail, installed, masked, noted, tracer
 from ..models import McpServer
 from ..servers.credentials import CredentialUnavailable
 from .results import ToolResult
@@ -80,6 +80,8 @@ def traced(entry: str) -> Callable[[F], F]:
 
             @functools.wraps(function)
             async def asynchronous(*args: Any, **kwargs: Any) -> Any:
+                if not installed():
+                    return await function(*args, **kwargs)
                 with _span(signature, resuming, args, kwargs, lends=True) as close:
                     return close(await function(*args, **kwargs))
 
@@ -87,6 +89,8 @@ def traced(entry: str) -> Callable[[F], F]:
 
         @functools.wraps(function)
         def synchronous(*args: Any, **kwargs: Any) -> Any:
+            if not installed():
+                return function(*args, **kwargs)
             outer = _current.get()
             if outer is not None and outer.lends_span:
                 outer.lends_span = False  # the twin's one call joins; a nested call gets its own

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,8 +16,18 @@ from nr_llm.governance import statements
 from nr_llm.models import McpServer, ToolCall, ToolCallStatus
 
 from ..factories import McpServerFactory, McpToolFactory
+from .helpers import BINDINGS, binding
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True, params=BINDINGS)
+def _binding(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test with Django's cursor, and on PostgreSQL again with the statements prepared."""
+    with binding(request.param):
+        yield
+
+
 WHEN = datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 
 

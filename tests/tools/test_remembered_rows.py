@@ -6,6 +6,7 @@ round trips before and after the network)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,12 +23,21 @@ from nr_llm.models import McpServer, McpTool, ToolCall, ToolCallStatus
 from nr_llm.tools import lookup
 from tests.factories import McpServerFactory
 from tests.fakes import FakeClient
-from tests.governance.helpers import guarded_tool, row_of
+from tests.governance.helpers import BINDINGS, binding, guarded_tool, row_of
 from tests.otel import Otel, attributes_of, otel
 
 __all__ = ["otel"]
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True, params=BINDINGS)
+def _binding(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test with Django's cursor, and on PostgreSQL again with the statements prepared."""
+    with binding(request.param):
+        yield
+
+
 LATER = datetime(2027, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
