@@ -247,6 +247,15 @@ def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-tra
     return _writers.submit(work, name).result()
 
 
+def in_place_relaxed(send: Callable[[], T]) -> T | None:
+    """``send`` run as relaxed work on the caller's own PostgreSQL connection, where such work
+    runs in place (``run_in_own_transaction``: autocommit, no transaction open); None elsewhere.
+    For a statement sent now whose answer is read later (``governance.ahead``)."""
+    if connection.vendor != "postgresql" or not _in_place():
+        return None
+    return _relaxing(send)
+
+
 def _in_place() -> bool:
     """The calling thread's connection is PostgreSQL's or SQLite's, in autocommit, in no
     transaction."""

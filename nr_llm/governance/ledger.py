@@ -32,14 +32,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 
 from ..conf import conf
 from ..mcp.wire.text import clean, encodable
-from ..own_transaction import caller_blocks_own_transaction, relaxed, run_in_own_transaction, sqlite_refused
+from ..own_transaction import (
+    caller_blocks_own_transaction,
+    in_place_relaxed,
+    relaxed,
+    run_in_own_transaction,
+    sqlite_refused,
+)
 from ..servers import credentials
 from ..servers.credentials import CredentialUnavailable
-from . import statements
+from . import ahead, statements
 from .models import ToolCall, ToolCallStatus
 
 if TYPE_CHECKING:
@@ -141,9 +147,13 @@ def write(work: Callable[[], T], *, durable: bool = True) -> T:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.1)
                 continue
-            raise LedgerUnavailable(
-                f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
-            ) from exc
+            raise _unavailable(exc) from exc
+
+
+def _unavailable(exc: DatabaseError) -> LedgerUnavailable:
+    return LedgerUnavailable(
+        f"the database refused the write ({type(exc).__name__})", detail=clean(str(exc), 500)
+    )
 
 
 def open_call(
@@ -162,10 +172,122 @@ def open_call(
     ``call_id``: the row's key, when the caller chose it (a second attempt at the same call's
     row then meets the first, if that one was written after all, instead of adding a second).
     """
+    row = _new_row(call, status, now, error_kind, result_text, call_id)
+    # A held call's row is what an approver will find: it waits for the disk. A running or
+    # refused call's row may not (docs/operator-guide.md, "The ledger's cost").
+    _written(row, guard, durable=status == ToolCallStatus.AWAITING_APPROVAL)
+    return row.id
+
+
+def _written(row: ToolCall, guard: statements.Guard | None, *, durable: bool) -> None:
+    if guard is None:
+        write(lambda: statements.insert(row), durable=durable)
+    elif not write(lambda: statements.insert(row, guard), durable=durable):
+        raise GuardFailed(f"tool {row.tool_name!r} changed in the catalogue since it was read")
+
+
+class Opening:
+    """A running call's row as it is written (``open_running``): ``settle()`` is its key once
+    written, or what ``open_call`` raised (``GuardFailed``, ``LedgerUnavailable``), the same
+    every time it is asked."""
+
+    def __init__(
+        self,
+        call_id: uuid.UUID,
+        *,
+        failure: Exception | None = None,
+        sent: ahead.Sent | None = None,
+        row: ToolCall | None = None,
+        guard: statements.Guard | None = None,
+    ) -> None:
+        self._call_id = call_id
+        self._failure = failure
+        #: The INSERT of ``row`` sent ahead, its answer not read yet; None once read (or never sent).
+        self.sent = sent
+        self._row = row
+        self._guard = guard
+
+    def settle(self) -> uuid.UUID:
+        if self.sent is not None:
+            sent, self.sent = self.sent, None
+            try:
+                self._read(sent)
+            except (GuardFailed, LedgerUnavailable) as exc:
+                self._failure = exc
+        if self._failure is not None:
+            raise self._failure
+        return self._call_id
+
+    def _read(self, sent: ahead.Sent) -> None:
+        assert self._row is not None
+        try:
+            inserted = sent.answer()
+        except DatabaseError as exc:
+            if connection.is_usable():
+                raise _unavailable(exc) from exc  # the statement's own failure
+            # The connection broke: the write is made again as ``write`` makes it (a fresh
+            # connection; the same key, so a row written after all is met, not doubled).
+            connection.close()
+            try:
+                _written(self._row, self._guard, durable=False)
+            except LedgerUnavailable:
+                # Met: the first INSERT committed before the connection broke (the key is this
+                # call's own, chosen here), so the row is written, its guard held then.
+                if not _exists(self._row.id):
+                    raise
+            return
+        if not inserted:
+            raise GuardFailed(f"tool {self._row.tool_name!r} changed in the catalogue since it was read")
+
+
+def _exists(call_id: uuid.UUID) -> bool:
+    try:
+        return ToolCall.objects.filter(pk=call_id).exists()
+    except DatabaseError:
+        return False
+
+
+def open_running(
+    call: NewCall,
+    now: datetime,
+    *,
+    guard: statements.Guard | None = None,
+    call_id: uuid.UUID | None = None,
+    ahead_of_request: bool = False,
+) -> Opening:
+    """``open_call`` for a call about to run, as an ``Opening`` whose ``settle()`` says how the
+    write ended.
+
+    ``ahead_of_request``: the caller reads ``settle()`` before its request's first byte is
+    written (``mcp.wire.first_write``), so on PostgreSQL the INSERT may be sent now and its answer
+    read then (``governance.ahead``). Otherwise, and where it cannot be sent ahead, the row is
+    written here (``open_call``), before this returns.
+    """
+    if ahead_of_request and statements.database().vendor == "postgresql":
+        row = _new_row(call, ToolCallStatus.RUNNING, now, "", "", call_id)
+        call_id = row.id
+        try:
+            sent = in_place_relaxed(lambda: ahead.send(row, guard))
+        except DatabaseError:
+            # Not sent (the connection was found broken): written below, as any row is.
+            sent = None
+            if not connection.is_usable():
+                connection.close()
+        if sent is not None:
+            return Opening(row.id, sent=sent, row=row, guard=guard)
+    try:
+        return Opening(open_call(call, ToolCallStatus.RUNNING, now, guard=guard, call_id=call_id))
+    except (GuardFailed, LedgerUnavailable) as exc:
+        return Opening(call_id or uuid.uuid4(), failure=exc)
+
+
+def _new_row(
+    call: NewCall, status: str, now: datetime, error_kind: str, result_text: str, call_id: uuid.UUID | None
+) -> ToolCall:
     tool = call.tool
     server = tool.server if tool is not None else None
     finished = status in (ToolCallStatus.FAILED, ToolCallStatus.SUCCEEDED)
-    row = ToolCall(
+    return ToolCall(
         id=call_id or uuid.uuid4(),
         created=now,
         tool_name=clean(call.tool_name, NAME_CHARS),
@@ -187,14 +309,6 @@ def open_call(
         finished_at=now if finished else None,
         **call.actor,
     )
-    # A held call's row is what an approver will find: it waits for the disk. A running or
-    # refused call's row may not (docs/operator-guide.md, "The ledger's cost").
-    durable = status == ToolCallStatus.AWAITING_APPROVAL
-    if guard is None:
-        write(lambda: statements.insert(row), durable=durable)
-    elif not write(lambda: statements.insert(row, guard), durable=durable):
-        raise GuardFailed(f"tool {call.tool_name!r} changed in the catalogue since it was read")
-    return row.id
 
 
 def may_have_run_kind(kind: str) -> str:

@@ -101,6 +101,17 @@ def insert(row: Model, guard: Guard | None = None) -> bool:
     statement. Whether the row was inserted.
     """
     db = database()
+    sql, values = _insert(db, row, guard)
+    with cursor(db) as cursor_:
+        cursor_.execute(sql, values)
+        if guard is not None and cursor_.rowcount != 1:
+            return False
+    _inserted(row, db)
+    return True
+
+
+def _insert(db: BaseDatabaseWrapper, row: Model, guard: Guard | None) -> tuple[str, list[Any]]:
+    """``insert``'s statement (ending in ``relaxed_clause()``) and its values."""
     model = type(row)
     key = ("insert", db.alias, model, guard.sql if guard else None)
     built = _built.get(key)
@@ -115,13 +126,12 @@ def insert(row: Model, guard: Guard | None = None) -> bool:
         built = _built[key] = (sql, fields)
     sql, fields = built
     values = [field.get_db_prep_save(field.pre_save(row, True), db) for field in fields]
-    with cursor(db) as cursor_:
-        cursor_.execute(sql + relaxed_clause(), [*values, *guard.values] if guard else values)
-        if guard is not None and cursor_.rowcount != 1:
-            return False
+    return sql + relaxed_clause(), [*values, *guard.values] if guard else values
+
+
+def _inserted(row: Model, db: BaseDatabaseWrapper) -> None:
     row._state.adding = False
     row._state.db = db.alias
-    return True
 
 
 def _typed(field: Field[Any, Any], db: BaseDatabaseWrapper) -> str:

@@ -45,8 +45,9 @@ from ..governance.decisions import DecisionRefused
 from ..governance.ledger import GuardFailed, LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
 from ..governance.statements import Guard
-from ..mcp import CallOutcome, Endpoint, McpTransportError
+from ..mcp import CallOutcome, Endpoint, McpClient, McpTransportError
 from ..mcp.protocol import content, resend
+from ..mcp.wire import first_write
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import clean, encodable
 from ..models import DEFINITION_CHANGED, McpTool
@@ -96,15 +97,17 @@ class _Trace:
     stamps: list[health.Stamp] = field(default_factory=list, repr=False)
     #: The call was prepared from a remembered row: its first write holds this guard.
     guard: Guard | None = field(default=None, repr=False)
+    #: The call's row sent ahead of its request (``ledger.open_running``), its answer not read yet.
+    opening: ledger.Opening | None = field(default=None, repr=False)
     #: The key of the call's one ledger row, kept when the call starts again from a row read
     #: anew: a first write that reported a failure but was done after all then meets the
     #: second (a conflict, so the call is treated as unrecorded) instead of leaving two rows.
     row_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
-class _Reread(Exception):
+class _Reread(first_write.Withheld):
     """A call prepared from a remembered row must read it anew and start again (nothing was
-    sent, nothing written)."""
+    sent, nothing written). Raised where a request would be written, it withholds it."""
 
 
 @dataclass(frozen=True)
@@ -230,7 +233,9 @@ def _execute(
     call = trace.call = dataclasses.replace(call, canonical=ledger.canonical_json(arguments))
     if server.requires_approval:
         return _hold(trace, call, wall)
-    return _run_recorded(trace, call, lambda: _run_remote(trace, row, arguments, client), wall)
+    return _run_recorded(
+        trace, call, lambda: _run_remote(trace, row, arguments, client), wall, ahead=_waits_for_row(client)
+    )
 
 
 #: The row a turn's plan read for the call this thread runs (``turn.py``): not read twice.
@@ -371,21 +376,66 @@ def _hold(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
     )
 
 
-def _run_recorded(trace: _Trace, call: NewCall, run: Any, wall: WallClock) -> ToolResult:
-    # The row is committed before the call can reach the server. Writing it beside the building
-    # of the request was tried and measured slower: the two halves share one interpreter lock.
-    try:
-        trace.call_id = _opened(trace, call, ToolCallStatus.RUNNING, wall)
-        trace.running = True
-    except LedgerUnavailable as exc:
-        # Logged, never silent: the tool needs no approval, so the call itself goes on.
-        _lost(trace, call, exc)
+def _run_recorded(
+    trace: _Trace, call: NewCall, run: Any, wall: WallClock, *, ahead: bool = False
+) -> ToolResult:
+    # The row is committed before the call can reach the server. ``ahead``: the client reads the
+    # row's answer where it would write the request (``_settle``), so on PostgreSQL the database
+    # writes it while the client builds the request (``governance.ahead``). Writing it on another
+    # thread beside the building was tried and measured slower: the two halves share one
+    # interpreter lock, where this leaves the waiting to the socket.
+    opening = ledger.open_running(
+        call, wall(), guard=trace.guard, call_id=trace.row_id, ahead_of_request=ahead
+    )
+    if opening.sent is not None:
+        trace.opening = opening
+    else:
+        _settled(trace, call, opening)
     return _finish(trace, run, time.monotonic(), wall)
+
+
+def _settled(trace: _Trace, call: NewCall, opening: ledger.Opening) -> None:
+    """How the call's first write ended: a guard that failed (or a lost guarded row) sends the
+    call back to read its row anew, before anything is sent; any other lost row is logged and
+    the call goes on (it needs no approval)."""
+    try:
+        trace.call_id = opening.settle()
+        trace.running = True
+    except GuardFailed as exc:
+        raise _Reread from exc
+    except LedgerUnavailable as exc:
+        if trace.guard is not None:
+            raise _Reread from exc
+        _lost(trace, call, exc)
+
+
+def _settle(trace: _Trace) -> None:
+    """The row sent ahead, settled once (``_settled``); what it decided stands for every later
+    request of the call (first_write asks before each)."""
+    opening = trace.opening
+    if opening is None:
+        return
+    if opening.sent is not None:
+        assert trace.call is not None
+        _settled(trace, trace.call, opening)
+    elif trace.call_id is None and trace.guard is not None:
+        raise _Reread  # it sent the call back already: nothing of it may be written now
+
+
+def _waits_for_row(client: ToolCaller | None) -> bool:
+    """The client writes its requests through ``mcp.wire`` (which asks ``first_write`` first):
+    nr_llm's own, not a site's ToolCaller, which knows no such hook."""
+    return client is None or type(client).call_tool is McpClient.call_tool
 
 
 def _finish(trace: _Trace, run: Any, started: float, wall: WallClock) -> ToolResult:
     try:
-        ran: _Ran = run()
+        try:
+            ran: _Ran = run()
+        finally:
+            # A row sent ahead whose answer the client never read (it failed, or wrote nothing):
+            # read now. A guard that failed then means nothing was sent: the call starts again.
+            _settle(trace)
     except BaseException as exc:
         if not isinstance(exc, Exception) and trace.call_id is not None and trace.running:
             # Interrupted (KeyboardInterrupt, SystemExit, a CancelledError thrown into this
@@ -499,9 +549,10 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
             try:
                 # The imported schema goes along: a 2026-07-28 server reads x-mcp-header arguments
                 # as headers.
-                outcome = caller.call_tool(
-                    endpoint, row.remote_name, arguments, input_schema=row.input_schema
-                )
+                with first_write.waiting_for(lambda: _settle(trace)):
+                    outcome = caller.call_tool(
+                        endpoint, row.remote_name, arguments, input_schema=row.input_schema
+                    )
             finally:
                 trace.stamps += stamps
     except McpTransportError as exc:
