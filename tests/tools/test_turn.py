@@ -1,7 +1,9 @@
 """execute_many / aexecute_many: a model turn's calls side by side, under caps, results in order.
 
 The scheduling tests use a recording client (it counts overlapping calls, which no real server
-reports); what a real server does with a turn is in test_turn_sdk.py. The ledger writes on
+reports); what a real server does with a turn is in test_asgi_views.py (an async view under
+uvicorn) and tests/test_readme_turn.py (the README's sync and async views), both against the
+official SDK server. The ledger writes on
 its own connection, so these tests commit (``transaction=True``).
 """
 
