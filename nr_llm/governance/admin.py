@@ -148,7 +148,8 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
         # On the list as it opens: a filtered or searched list is about those rows, not this.
         if self.change_list_template == ToolCallAdmin.change_list_template and not request.GET:
             rows = _summary()
-            context["summary"] = rows
+            context["summary"] = rows[: summary.SERVERS_SHOWN]
+            context["summary_hidden"] = len(rows) - len(context["summary"])
             context["summary_sample"] = summary.SAMPLE
             context["summary_estimated"] = any(w.estimated for row in rows for w in row.windows)
         return super().changelist_view(request, context)

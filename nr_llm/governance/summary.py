@@ -54,7 +54,10 @@ def percentile(sorted_values: Sequence[int], fraction: float) -> int | None:
 
 def summarise(now: datetime, servers: Sequence[str]) -> list[ServerSummary]:
     """The summary of each of ``servers`` ("" = local tools) with a call in the last 7 days,
-    or one awaiting approval."""
+    or one awaiting approval, busiest first (calls of the last 24 hours, then of 7 days).
+
+    Every server is read (one bounded query each) before any is left out, so a page that shows
+    only the first ``SERVERS_SHOWN`` shows the busiest, never the first by name."""
     waiting = dict(
         ToolCall.objects.filter(status=ToolCallStatus.AWAITING_APPROVAL, expires_at__gt=now)
         .order_by()
@@ -64,7 +67,7 @@ def summarise(now: datetime, servers: Sequence[str]) -> list[ServerSummary]:
     )
     longest = max(span for _, span in WINDOWS)
     out: list[ServerSummary] = []
-    for server in servers[:SERVERS_SHOWN]:
+    for server in servers:
         rows = list(
             ToolCall.objects.filter(server_identifier=server, created__gte=now - longest)
             .order_by("-created")
@@ -73,6 +76,7 @@ def summarise(now: datetime, servers: Sequence[str]) -> list[ServerSummary]:
         if rows or waiting.get(server):
             windows = tuple(_window(label, now, span, rows) for label, span in WINDOWS)
             out.append(ServerSummary(server, windows, waiting.get(server, 0)))
+    out.sort(key=lambda row: (-row.windows[0].calls, -row.windows[-1].calls, -row.waiting, row.server))
     return out
 
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from nr_llm.governance import paging, summary
 from nr_llm.governance.summary import percentile, summarise
-from nr_llm.models import ToolCall, ToolCallStatus
+from nr_llm.models import McpServer, ToolCall, ToolCallStatus
 
 from .helpers import FakeClock
 
@@ -147,3 +147,26 @@ def test_other_lists_keep_djangos_counts():
     McpServerFactory.create(enabled=False)
     text = _superuser().get(reverse("admin:nr_llm_mcpserver_changelist") + "?enabled__exact=1").content
     assert "1 result (" in text.decode() and "2 total" in text.decode()
+
+
+def test_the_summary_shows_the_busiest_servers_and_says_how_many_it_left_out(monkeypatch):
+    """With room for two rows and three active servers, the two busiest are shown (however they
+    sort by name), the idle one never counts, and the page names the one quieter server left out."""
+    monkeypatch.setattr(summary, "SERVERS_SHOWN", 2)
+    now = timezone.now()
+    for name, count in [("a-quiet", 1), ("m-busy", 5), ("z-busiest", 9)]:
+        McpServer.objects.create(
+            identifier=name, url=f"https://{name}.example/mcp", data_class="publicContent"
+        )
+        _rows(count, server=name, newest=now)
+    McpServer.objects.create(identifier="b-idle", url="https://idle.example/mcp", data_class="publicContent")
+    assert [row.server for row in summarise(now, ["a-quiet", "b-idle", "m-busy", "z-busiest"])] == [
+        "z-busiest",
+        "m-busy",
+        "a-quiet",
+    ]
+    page = _superuser().get(reverse(LIST)).content.decode()
+    shown = page.split('id="tool-call-summary"', 1)[1]
+    assert "z-busiest" in shown and "m-busy" in shown
+    assert "a-quiet</th>" not in shown
+    assert "1 quieter server with calls not shown" in shown
