@@ -11,10 +11,12 @@ CONFORMANCE := tests/conformance/peers
 
 .PHONY: demo test lint typecheck pytest venv peers clean
 
+# PYTHONWARNINGS=ignore: setuptools prints a warning box for every editable install; it says
+# nothing about this one.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]' $(if $(DJANGO_SPEC),'$(DJANGO_SPEC)')
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e '.[dev]' $(if $(DJANGO_SPEC),'$(DJANGO_SPEC)')
 	touch $(STAMP)
 
 venv: $(STAMP)
