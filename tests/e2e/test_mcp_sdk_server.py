@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient
+from nr_llm.mcp import Endpoint, McpClient, McpTransportError
 from tests.peers import sdk_server
 
 pytestmark = pytest.mark.e2e
@@ -89,3 +89,14 @@ def test_an_unknown_tool_is_a_failed_outcome(server_url: str) -> None:
     outcome = McpClient(allow_private_networks=True).call_tool(_endpoint(server_url), "no_such_tool")
     assert outcome.is_error is True
     assert "no_such_tool" in outcome.text
+
+
+def test_a_legacy_sse_endpoint_is_named_with_what_to_do() -> None:
+    """The SDK's HTTP+SSE transport (2024-11-05) answers POST /sse with 405: the error names the
+    legacy transport and the way out (the Streamable HTTP URL, or a bridge), not just "405"."""
+    with sdk_server("--legacy-sse") as url, pytest.raises(McpTransportError) as raised:
+        McpClient(allow_private_networks=True).list_tools(_endpoint(url.removesuffix("/mcp") + "/sse"))
+    message = str(raised.value)
+    assert raised.value.http_status == 405
+    assert "HTTP 405" in message and "legacy HTTP+SSE" in message
+    assert "Streamable HTTP" in message and "bridge" in message

@@ -1,7 +1,8 @@
 """The official Python MCP SDK server as a test peer.
 
 ``python -m tests.peers.sdk_server [--stateless] [--extra-tools N] [--page-size P]
-[--name NAME] [--server-version V] [--modern-only | --no-discover] [--gate] [--mutable]``: the demo tools
+[--name NAME] [--server-version V] [--modern-only | --no-discover | --legacy-sse] [--gate]
+[--mutable]``: the demo tools
 (echo, add, slow, pixel, fail) plus N generated tools, paged by P per ``tools/list`` page when
 P is given. Binds 127.0.0.1 on an OS-chosen port and prints ``PORT <n>``.
 
@@ -285,6 +286,7 @@ def main() -> None:
     era = parser.add_mutually_exclusive_group()
     era.add_argument("--modern-only", action="store_true")
     era.add_argument("--no-discover", action="store_true")
+    era.add_argument("--legacy-sse", action="store_true")
     parser.add_argument("--gate", action="store_true")
     parser.add_argument("--certfile")
     parser.add_argument("--keyfile")
@@ -313,6 +315,8 @@ def main() -> None:
 
     if args.modern_only:
         app = _modern_only(server._lowlevel_server)
+    elif args.legacy_sse:
+        app = server.sse_app()  # the 2024-11-05 HTTP+SSE transport: GET /sse, POST /messages/
     else:
         app = server.streamable_http_app(
             stateless_http=args.stateless,

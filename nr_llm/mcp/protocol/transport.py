@@ -420,13 +420,25 @@ class Transport:
         if status == 405 and reading.method == "DELETE":
             return  # the server does not let clients end sessions: allowed by the spec
         if not 200 <= status < 300:
+            hint = _NOT_STREAMABLE_HTTP if status == 405 and reading.method == "POST" else ""
             raise McpTransportError(
-                "status", name, f"MCP server {name!r} answered HTTP {status}.", http_status=status
+                "status", name, f"MCP server {name!r} answered HTTP {status}.{hint}", http_status=status
             )
         if expects_body and status in (202, 204):
             raise McpTransportError(
                 "malformed", name, f"MCP server {name!r} answered a request with HTTP {status} and no body."
             )
+
+
+#: A POST refused as a method is what a legacy HTTP+SSE endpoint (the 2024-11-05 transport, GET
+#: for its stream) answers; a stdio server has no URL at all. Both need a bridge, and saying so
+#: spares the operator reading "405" as a fault of this client.
+_NOT_STREAMABLE_HTTP = (
+    " It does not take POST requests: the URL may be a legacy HTTP+SSE endpoint (often ending in"
+    " /sse), and nr-llm speaks Streamable HTTP only. Use the server's Streamable HTTP URL (often"
+    " ending in /mcp), or expose a stdio or HTTP+SSE server through a bridge that serves"
+    " Streamable HTTP."
+)
 
 
 def refuse_clear_text(endpoint: Endpoint, carries_credential: bool) -> None:
