@@ -77,7 +77,7 @@ def error_of(error: object, server: str, http_status: int | None = None) -> McpT
     return McpTransportError(
         "rpc_error",
         server,
-        f"MCP server {server!r} answered with an error{status}: {detail}",
+        f"MCP server {server!r} answered with an error{status}: {detail}.",
         http_status=http_status,
         code=code,
         data=data,
