@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -100,3 +101,16 @@ def test_a_legacy_sse_endpoint_is_named_with_what_to_do() -> None:
     assert raised.value.http_status == 405
     assert "HTTP 405" in message and "legacy HTTP+SSE" in message
     assert "Streamable HTTP" in message and "bridge" in message
+
+
+def test_a_port_nothing_listens_on_is_named_with_its_address() -> None:
+    """A closed port reads "could not be reached at 127.0.0.1:<port>: connection refused", not the
+    name of an exception class."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again before the call: nothing listens there
+    with pytest.raises(McpTransportError) as raised:
+        McpClient(allow_private_networks=True).list_tools(_endpoint(f"http://127.0.0.1:{port}/mcp"))
+    assert raised.value.kind == "unreachable"
+    assert f"could not be reached at 127.0.0.1:{port}: connection refused" in str(raised.value)
+    assert "ConnectionError" not in str(raised.value)

@@ -26,6 +26,7 @@ failing leg's frames show no secret to an error reporter that records locals.
 
 from __future__ import annotations
 
+import errno
 import functools
 import http.client
 import os
@@ -330,7 +331,13 @@ class LegMachine:
                     # traceback would show a secret in its query string. Its type is named
                     # in the message instead.
                     failure = _failure(
-                        exc, peer, _host_of(url), watchdog.fired, wall_seconds, connected=delivery.connected
+                        exc,
+                        peer,
+                        _host_of(url),
+                        watchdog.fired,
+                        wall_seconds,
+                        connected=delivery.connected,
+                        where=_address_of(url),
                     )
                     if failure.kind == "unreachable" and delivery.written and not delivery.answered:
                         raise Unanswered(
@@ -375,6 +382,16 @@ def _host_of(url: str) -> str:
         return clean(urlsplit(url).hostname or "its host", 253)
     except ValueError:
         return "its host"
+
+
+def _address_of(url: str) -> str:
+    """``host:port`` of ``url`` (the scheme's port when it names none), for a message."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "its host"
+    return f"{_host_of(url)}:{port}"
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -429,8 +446,25 @@ def _tls_failure(exc: BaseException, peer: Peer, host: str) -> McpTransportError
     return peer.error("tls", f": the TLS handshake failed{said}{hint}.")
 
 
+#: What the socket said, in words an operator acts on ("connection refused" means nothing listens
+#: on that port; the exception's class name meant nothing). The exception's own text is never used.
+_SOCKET_REASONS = {
+    errno.ECONNREFUSED: "connection refused (nothing listens on that port)",
+    errno.ECONNRESET: "connection reset by the server",
+    errno.EHOSTUNREACH: "no route to the host",
+    errno.ENETUNREACH: "the network is unreachable",
+}
+
+
 def _failure(
-    exc: Exception, peer: Peer, host: str, fired: bool, seconds: float, *, connected: bool = False
+    exc: Exception,
+    peer: Peer,
+    host: str,
+    fired: bool,
+    seconds: float,
+    *,
+    connected: bool = False,
+    where: str = "",
 ) -> McpTransportError:
     """Map an I/O failure, most specific first. The exception's own text is never used:
     it can carry the URL (and a secret in its query string). Once ``connected`` (the TLS
@@ -459,7 +493,15 @@ def _failure(
     if isinstance(exc, requests.ConnectionError) and not isinstance(
         exc, requests.exceptions.ChunkedEncodingError
     ):
-        return peer.error("unreachable", f" could not be reached ({type(exc).__name__}).")
+        said = next(
+            (
+                _SOCKET_REASONS[c.errno]
+                for c in _causes(exc)
+                if isinstance(c, OSError) and c.errno in _SOCKET_REASONS
+            ),
+            f"({type(exc).__name__})",
+        )
+        return peer.error("unreachable", f" could not be reached at {where or host}: {said}.")
     return peer.error("unreachable", f": the connection broke during the answer ({type(exc).__name__}).")
 
 

@@ -344,8 +344,10 @@ class _Watched:
                 return sock
             except TimeoutError:
                 failure = ConnectTimeoutError(made, "the connection timed out")
-            except OSError:
+            except OSError as exc:
                 failure = NewConnectionError(made, "the connection could not be made")
+                # Kept as the cause (never its text) so the message can say "connection refused".
+                failure.__cause__ = exc
         if failure is None:
             raise ConnectTimeoutError(self, "the leg's grant ran out before a connection was made")
         raise failure
