@@ -8,6 +8,7 @@ site's own code and carry no data class: they are offered under every ceiling.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -141,8 +142,32 @@ def _parameters(spec: ToolSpec, strict: bool) -> tuple[dict[str, Any], bool]:
     try:
         return strict_schema(schema), True
     except NotStrict as exc:
-        logger.info("tool %s is offered non-strict: %s", spec.name, exc)
+        _note_non_strict(spec.name, str(exc))
         return schema, False
+
+
+#: (tool, reason) pairs already logged: definitions() runs on every request, and one line per
+#: tool and process says it; a changed reason (the tool was re-imported) is said again.
+_NOTED: set[tuple[str, str]] = set()
+_NOTED_LOCK = threading.Lock()
+
+
+def _note_non_strict(name: str, reason: str) -> None:
+    with _NOTED_LOCK:
+        if (name, reason) in _NOTED:
+            return
+        _NOTED.add((name, reason))
+    logger.info("tool %s is offered non-strict: %s", name, reason)
+
+
+def strict_reason(schema: dict[str, Any]) -> str:
+    """Why a tool with this stored schema is offered non-strict, or "" when strict mode takes it
+    (the admin shows it)."""
+    try:
+        strict_schema(offered_schema(normalise_schema(schema)))
+    except (NotStrict, SchemaRefused) as exc:
+        return str(exc)
+    return ""
 
 
 def offered_schema(schema: Any) -> Any:
@@ -151,7 +176,7 @@ def offered_schema(schema: Any) -> Any:
         return {
             key: (
                 {name: offered_schema(child) for name, child in value.items()}
-                if key == "properties" and isinstance(value, dict)
+                if key in _NAMED and isinstance(value, dict)
                 else offered_schema(value)
                 if key not in _DATA
                 else value
@@ -165,7 +190,9 @@ def offered_schema(schema: Any) -> Any:
 
 
 # Keywords holding data: a key "x-mcp-header" inside a default value is the server's data.
-_DATA = frozenset({"enum", "const", "default", "examples", "required", "type"})
+_DATA = frozenset({"enum", "const", "default", "examples", "required", "type", "$ref"})
+# Keywords mapping names (the server's, any string) to schemas.
+_NAMED = frozenset({"properties", "$defs", "definitions"})
 
 
 def _remote_spec(row: McpTool) -> ToolSpec | None:
