@@ -162,3 +162,41 @@ INSTANCES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         [{"tags": ["blue"]}, {"tags": ["red"], "weights": {"a": "x"}}],
     ),
 }
+
+_FULL_PERSON = {"name": "Ada", "age": 36, "address": {"street": "1 Way", "city": "London", "postcode": None}}
+
+#: Arguments as a strict-mode model sends them (every property given), valid and not, for the
+#: tools OpenAI's strict mode takes: compared with ``openai.pydantic_function_tool``'s verdict.
+STRICT_INSTANCES: dict[str, list[dict[str, Any]]] = {
+    "greet": [{"name": "a", "shout": False}, {"name": "a", "shout": None}, {"name": "a"}],
+    "add_person": [{"person": _FULL_PERSON}, {"person": _PERSON}, {"person": {**_FULL_PERSON, "x": 1}}],
+    "order": [
+        {"items": [{"sku": "a", "quantity": 1}], "note": None},
+        {"items": [{"sku": "a", "quantity": None}], "note": None},
+        {"items": [{"sku": "a"}], "note": "n"},
+    ],
+    "search": [{"query": "q", "limit": None}, {"query": "q", "limit": 2}, {"query": "q"}],
+    "sort_by": [{"direction": "asc"}, {"direction": None}],
+    "paint": [{"colour": "green"}, {"colour": None}],
+    "walk": [
+        {"tree": {"label": "a", "children": [{"label": "b", "children": []}]}},
+        {"tree": {"label": "a", "children": [{"label": "b"}]}},
+    ],
+    "maybe_person": [{"person": None}, {"person": _FULL_PERSON}, {}],
+}
+
+
+def arguments_model(function: Any) -> type[BaseModel]:
+    """The pydantic model of ``function``'s arguments, as the SDKs build it to validate a call."""
+    import inspect
+    import typing
+
+    from pydantic import create_model
+
+    hints = typing.get_type_hints(function, include_extras=True)
+    fields: dict[str, Any] = {}
+    for name, parameter in inspect.signature(function).parameters.items():
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[name] = (hints[name], default)
+    model: type[BaseModel] = create_model(f"{function.__name__}Arguments", **fields)
+    return model
