@@ -58,7 +58,12 @@ def test_registering_a_name_twice_is_an_error(local_tool):
         ("has space", {"type": "object"}, "must match"),
         ("x" * 65, {"type": "object"}, "must match"),
         ("ok_name", {"type": "string"}, 'top-level "type" must be "object"'),
-        ("ok_name", {"type": "object", "$defs": {}}, r"uses '\$defs'"),
+        ("ok_name", {"type": "object", "if": {}}, r"uses 'if'"),
+        (
+            "ok_name",
+            {"type": "object", "properties": {"a": {"$ref": "https://x.example/a"}}},
+            "never fetched",
+        ),
     ],
 )
 def test_register_refuses_a_bad_name_or_schema(name, schema, message):
