@@ -214,8 +214,9 @@ def _reference(value: object, at: str) -> None:
         raise SchemaRefused(f'"$ref" at {_where(at)} is {_kind(value)}, not a string')
     if not references.is_local(value):
         raise SchemaRefused(
-            f'"$ref" at {_where(at)} points outside the schema ({clean(value, 120)!r}); a network '
-            "reference is never fetched, and the schema is not offered without it"
+            f'"$ref" at {_where(at)} points outside the schema ({clean(value, 120)!r}); only '
+            '"#/..." pointers are followed, a network reference is never fetched, and the schema '
+            "is not offered without it"
         )
 
 
