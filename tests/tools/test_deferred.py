@@ -35,7 +35,7 @@ def catalogue():
 
 
 def _names(items: list[dict[str, Any]]) -> list[str]:
-    out = []
+    out: list[str] = []
     for item in items:
         if item.get("type") == "namespace":
             out.extend(f"{item['name']}/{tool['name']}" for tool in item["tools"])

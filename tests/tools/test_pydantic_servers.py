@@ -70,7 +70,7 @@ def _parameters(format: str, **options: Any) -> dict[str, dict[str, Any]]:
 def test_every_tool_is_offered_in_every_format_in_the_published_shape(server, format):
     """All twelve signatures, $defs and recursion included, are offered; each definition
     validates as the provider's published request type, nothing of it dropped."""
-    offered = tools.definitions(format)  # type: ignore[arg-type]
+    offered = tools.definitions(format)
     assert len(offered) == len(SIGNATURES)
     for tool in offered:
         assert_conforms(SHAPES[format], tool)
@@ -94,7 +94,7 @@ def test_the_offered_schema_gives_every_instance_the_servers_own_verdict(server,
 @pytest.mark.parametrize("format", ["openai", "openai-responses"])
 def test_strict_exactly_where_openais_helper_is(server, format):
     """strict=True makes strict the tools whose helper output strict mode takes, and no other."""
-    offered = tools.definitions(format, strict=True)  # type: ignore[arg-type]
+    offered = tools.definitions(format, strict=True)
     flat = [tool.get("function", tool) for tool in offered]
     assert {tool["name"].removeprefix("mcp_py_") for tool in flat if tool.get("strict")} == STRICT
     for tool in offered:
