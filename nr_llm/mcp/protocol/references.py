@@ -87,10 +87,16 @@ def check(root: dict[str, Any], where: Any) -> None:
         ref = node.get("$ref")
         if isinstance(ref, str):
             try:
-                resolve(root, ref)
+                resolved = resolve(root, ref)
             except ReferenceProblem as exc:
                 raise ReferenceProblem(f"the $ref at {where(at + '/$ref')}: {exc}") from None
             target = pointer(ref)
+            if target not in nodes and not isinstance(resolved, bool):
+                # An object inside a default, an enum or an example is data, not a schema: a
+                # validator made to read it as one could be led round a cycle this walk never saw.
+                raise ReferenceProblem(
+                    f"the $ref at {where(at + '/$ref')}: {ref!r} points into data, not to a schema"
+                )
             successors.append(target)
         for key in IN_PLACE_LIST:
             if isinstance(node.get(key), list):

@@ -175,3 +175,11 @@ def test_escaped_pointer_tokens_resolve():
         **{"$defs": {"a/b~c d": {"type": "integer"}}}, properties={"n": {"$ref": "#/$defs/a~1b~0c%20d"}}
     )
     assert normalise_schema(schema) == schema
+
+
+def test_a_ref_into_data_is_refused():
+    """An object inside a default is data: a $ref to it (which could loop back) is refused."""
+    schema = _obj(
+        properties={"a": {"default": {"$ref": "#/properties/a/default"}, "$ref": "#/properties/a/default"}}
+    )
+    assert "points into data, not to a schema" in _refusal(schema)
