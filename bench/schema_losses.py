@@ -9,6 +9,11 @@ in every format (``nr_llm.tools.offering``); counted by ``tests.schema_corpus.lo
 Cost: ``nr_llm.tools.arguments.argument_problems`` (schema check, bounded patterns, reliable formats)
 against the floor, a plain ``Draft202012Validator(schema).iter_errors`` with no schema check,
 no bound and no formats, on the same arguments (``{}``: the required ones missing), median µs.
+
+Python servers (``--pydantic``): the twelve signatures of tests/pydantic_signatures.py served by
+the official SDK's ``MCPServer`` and by ``fastmcp`` on 127.0.0.1, listed, then counted per format:
+tools offered, and tools offered strict. Before local references were kept (commit 13d0ec5) the
+SDK server had 4 of 12 offered in every format and 0 strict; fastmcp 11 offered and 2 strict.
 """
 
 from __future__ import annotations
@@ -36,7 +41,12 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=200)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--pydantic", action="store_true", help="count offered/strict on Python servers")
+    options = parser.parse_args()
+    if options.pydantic:
+        _python_servers()
+        return
+    rounds = options.rounds
 
     heads = ("lost before", "lost now", "offered", "strict", "check µs", "floor µs", "ratio")
     print(f"{'schema':24} " + " ".join(f"{head:>11}" for head in heads))
@@ -57,6 +67,34 @@ def main() -> None:
         cells = (before, now, offered, strict, f"{ours:.0f}", f"{floor:.0f}", f"{ours / floor:.1f}")
         print(f"{name:24} " + " ".join(f"{cell:>11}" for cell in cells))
     print(f"{'total':24} " + " ".join(f"{cell:>11}" for cell in totals))
+
+
+def _python_servers() -> None:
+    from nr_llm.mcp import McpClient
+    from nr_llm.mcp.protocol.endpoint import Endpoint
+    from nr_llm.mcp.protocol.schema import SchemaRefused, normalise_schema
+    from nr_llm.tools.offering import FORMATS, offered_schema
+    from nr_llm.tools.strict import NotStrict, strict_schema
+    from tests.peers import pydantic_server
+
+    print(f"{'server':10} {'tools':>6} " + " ".join(f"{name:>17}" for name in FORMATS) + f" {'strict':>7}")
+    for flavour in ("sdk", "fastmcp"):
+        with pydantic_server(*(["--fastmcp"] if flavour == "fastmcp" else [])) as url:
+            listed = McpClient(allow_private_networks=True).list_tools(Endpoint("bench", url))
+        offered = strict = 0
+        for tool in listed:
+            try:
+                schema = offered_schema(normalise_schema(tool["inputSchema"]))
+            except SchemaRefused:
+                continue
+            offered += 1  # the same schema goes to every format (docs/catalogue.md, "Formats")
+            try:
+                strict_schema(schema)
+                strict += 1
+            except NotStrict:
+                pass
+        cells = " ".join(f"{offered:>17}" for _ in FORMATS)
+        print(f"{flavour:10} {len(listed):>6} {cells} {strict:>7}")
 
 
 def _median(run: object, rounds: int) -> float:

@@ -30,6 +30,7 @@ from .forms import McpServerForm, McpToolForm, TryToolForm
 from .governance import admin as governance_admin  # registers Tool calls and Approvals
 from .models import DEFINITION_CHANGED, AuthPlacement, McpServer, McpTool
 from .servers import connection, readiness
+from .tools.offering import strict_reason
 
 STYLES = {"all": ["nr_llm/admin.css"]}
 
@@ -463,6 +464,7 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "title",
         "description",
         "schema_column",
+        "strict_column",
         "output_schema_column",
         "annotations_column",
         "created",
@@ -475,6 +477,7 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         "title",
         "description",
         "schema_column",
+        "strict_column",
         "output_schema_column",
         "annotations_column",
         "definition_review",
@@ -593,6 +596,13 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
     @admin.display(description="input schema")
     def schema_column(self, obj: McpTool) -> SafeString:
         return columns.pretty_json(obj.input_schema)
+
+    @admin.display(description="OpenAI strict mode")
+    def strict_column(self, obj: McpTool) -> str:
+        # The same verdict definitions(strict=True) reaches, so an operator sees why a tool is
+        # offered non-strict without reading the log (escaped: the reason quotes remote names).
+        reason = strict_reason(obj.input_schema)
+        return f"not strict: {reason}" if reason else "strict (definitions(..., strict=True) offers it so)"
 
     @admin.display(description="remote annotations")
     def annotations_column(self, obj: McpTool) -> SafeString:

@@ -217,3 +217,15 @@ def test_the_bulk_action_leaves_a_changed_tool_disabled_and_names_it(admin_clien
     assert warning_level == "warning" and "mcp_demo_look. Open each to read what changed" in warning
     row.refresh_from_db()
     assert row.enabled is False
+
+
+def test_the_change_page_says_whether_strict_mode_takes_the_tool_and_why_not(admin_client):
+    """The reason a tool is offered non-strict is on its page, escaped, not only in a log."""
+    strict = McpToolFactory.create(input_schema={"type": "object", "properties": {"q": {"type": "string"}}})
+    loose = McpToolFactory.create(
+        input_schema={"type": "object", "properties": {"<q>": {"type": "string", "minLength": 1}}}
+    )
+    page = admin_client.get(reverse("admin:nr_llm_mcptool_change", args=[strict.pk])).content.decode()
+    assert "strict (definitions(..., strict=True) offers it so)" in page
+    page = admin_client.get(reverse("admin:nr_llm_mcptool_change", args=[loose.pk])).content.decode()
+    assert "not strict: strict mode does not support &#x27;minLength&#x27; (at /properties/&lt;q&gt;)" in page

@@ -1,5 +1,6 @@
 """The "Try tool" page: offered only for enabled tools, change permission, JSON checked first."""
 
+import json
 import re
 
 import pytest
@@ -197,3 +198,24 @@ def test_the_try_page_runs_the_same_bounded_check_as_execute(admin_client):
     (expected,) = argument_problems(schema, {"text": "x" * 5000}, seconds=0.01)
     assert expected.replace("0.01 s", "1 s") in page
     assert 'id="try-tool-result"' not in page
+
+
+def test_the_prefilled_arguments_follow_local_references(admin_client):
+    """A pydantic schema's nested model (a $ref into $defs) is prefilled with its own required fields."""
+    schema = {
+        "type": "object",
+        "$defs": {
+            "Address": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "Person": {
+                "type": "object",
+                "properties": {"age": {"type": "integer"}, "address": {"$ref": "#/$defs/Address"}},
+                "required": ["age", "address"],
+            },
+        },
+        "properties": {"person": {"$ref": "#/$defs/Person"}},
+        "required": ["person"],
+    }
+    tool = McpToolFactory.create(enabled=True, input_schema=schema)
+    page = admin_client.get(_try_url(tool)).content.decode()
+    prefilled = json.dumps({"person": {"age": 0, "address": {"city": ""}}}, indent=2).replace('"', "&quot;")
+    assert prefilled + "</textarea>" in page

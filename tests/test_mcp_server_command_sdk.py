@@ -116,3 +116,35 @@ def test_import_on_the_command_line_imports_every_server_of_a_file(small_catalog
     assert out.count("  import: 10 imported, 0 skipped, 0 orphaned") == 2
     assert McpTool.objects.filter(server__identifier="one").count() == 10
     assert McpTool.objects.filter(server__identifier="two").count() == 10
+
+
+def test_a_skipped_tool_is_printed_with_its_reason_and_named_so_when_asked_for(settings):
+    """--import prints each skipped tool with its reason, as mcp_import does, and --enable-tool of
+    a skipped tool says it was skipped and why, not "import it first" (and --json carries both)."""
+    from tests.peers import pydantic_server
+
+    with pydantic_server("--network-ref") as url:
+        args = (
+            "py",
+            "--url",
+            url,
+            "--data-class",
+            "publicContent",
+            "--import",
+            "--enable-tool",
+            "fetch_remote",
+        )
+        out, _, error = run(*args)
+        as_json, _, _ = run(*args, "--json")
+    assert error is not None and error.returncode == 1
+    lines = out.splitlines()
+    assert "  import: 12 imported, 1 skipped, 0 orphaned" in lines
+    reason = next(line for line in lines if line.startswith("  skipped: 'fetch_remote': "))
+    assert "points outside the schema" in reason and "never fetched" in reason
+    assert any(
+        line.startswith("  not enabled: fetch_remote: skipped by the import, 'fetch_remote': ")
+        for line in lines
+    )
+    (report,) = json.loads(as_json)
+    assert report["imported"]["skip_reasons"] == [reason.removeprefix("  skipped: ")]
+    assert report["not_enabled"][0].startswith("fetch_remote: skipped by the import")

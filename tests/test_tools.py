@@ -58,7 +58,12 @@ def test_registering_a_name_twice_is_an_error(local_tool):
         ("has space", {"type": "object"}, "must match"),
         ("x" * 65, {"type": "object"}, "must match"),
         ("ok_name", {"type": "string"}, 'top-level "type" must be "object"'),
-        ("ok_name", {"type": "object", "$defs": {}}, r"uses '\$defs'"),
+        ("ok_name", {"type": "object", "if": {}}, r"uses 'if'"),
+        (
+            "ok_name",
+            {"type": "object", "properties": {"a": {"$ref": "https://x.example/a"}}},
+            "never fetched",
+        ),
     ],
 )
 def test_register_refuses_a_bad_name_or_schema(name, schema, message):
@@ -316,3 +321,21 @@ def test_a_server_without_a_declared_data_class_offers_no_tools():
     assert result.server == "vague"
     assert "no declared data class" in result.text
     assert client.endpoints == []
+
+
+def test_x_mcp_header_is_never_offered_from_inside_definitions():
+    """A header argument declared in a $defs model is the transport's business there too; a
+    definition merely named like the keyword is a name, and kept."""
+    from nr_llm.tools.offering import offered_schema
+
+    schema = {
+        "type": "object",
+        "$defs": {
+            "Region": {"type": "string", "x-mcp-header": "Region"},
+            "x-mcp-header": {"type": "integer"},
+        },
+        "properties": {"region": {"$ref": "#/$defs/Region"}, "n": {"$ref": "#/$defs/x-mcp-header"}},
+    }
+    offered = offered_schema(schema)
+    assert offered["$defs"] == {"Region": {"type": "string"}, "x-mcp-header": {"type": "integer"}}
+    assert offered["properties"] == schema["properties"]

@@ -307,12 +307,19 @@ def _after_save(
     if imported is not None and not imported.ok:
         skipped = tuple(f"{name}: not enabled, the import was refused" for name in spec.enable_tools)
         return _with(report, imported=imported, not_enabled=skipped)
-    enabled, not_enabled = _enable(server, spec.enable_tools)
+    skipped_reasons = imported.skip_reasons if imported is not None else ()
+    enabled, not_enabled = _enable(server, spec.enable_tools, skipped_reasons)
     return _with(report, imported=imported, enabled_tools=enabled, not_enabled=not_enabled)
 
 
-def _enable(server: McpServer, names: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Enable the named tools of ``server`` (local or remote names) through the catalogue service."""
+def _enable(
+    server: McpServer, names: Iterable[str], skip_reasons: Iterable[str] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Enable the named tools of ``server`` (local or remote names) through the catalogue service.
+
+    A tool the import just skipped is named with the import's reason, not as one never imported.
+    """
+    skipped = list(skip_reasons)
     wanted = list(names)
     if not wanted:
         return (), ()
@@ -327,7 +334,11 @@ def _enable(server: McpServer, names: Iterable[str]) -> tuple[tuple[str, ...], t
     enabled, refused = [], []
     for name, row in found.items():
         fresh = now.get(row.pk) if row is not None else None
-        if fresh is None:
+        remote = name.removeprefix(f"mcp_{server.identifier}_")
+        why = next((reason for reason in skipped if reason.startswith((f"{remote!r}:", f"{name!r}:"))), "")
+        if fresh is None and why:
+            refused.append(f"{name}: skipped by the import, {why}")
+        elif fresh is None:
             refused.append(f"{name}: not in the catalogue of {server.identifier} (import it first)")
         elif fresh.enabled:
             enabled.append(fresh.tool_name)

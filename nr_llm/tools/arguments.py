@@ -1,8 +1,11 @@
 """Check a tool call's arguments against the tool's stored input schema, before it is sent.
 
 One implementation for ``execute()`` and the admin's Try page. MCP input schemas are JSON
-Schema (2020-12 unless the schema says otherwise); remote ``$ref`` targets are never fetched
-(jsonschema does not retrieve them, and the normaliser refuses ``$ref`` anyway).
+Schema (2020-12 unless the schema says otherwise); local references (``#/$defs/...``) are
+resolved within the schema, and a network ``$ref`` is never fetched (jsonschema's registry
+retrieves nothing, the normaliser refuses them, and one edited into a stored schema refuses the
+call). A recursive schema meets an argument nested deeper than Python's stack at its own limit:
+such a call is refused, not sent unchecked.
 
 Bounded in time: a ``pattern`` comes from a server and the string it is matched against from
 a model, and Python's ``re`` backtracks without limit (``(x+x+)+y`` on forty x's runs for
@@ -27,7 +30,9 @@ from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, UnknownType, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
+from referencing.exceptions import Unresolvable
 
+from ..mcp.protocol.references import ReferenceProblem, resolve
 from ..mcp.wire.text import clean
 
 MAX_PROBLEMS = 10
@@ -73,6 +78,13 @@ def argument_problems(
             f"the arguments could not be checked against the input schema within {seconds:g} s "
             "(a pattern took too long to match); the call was not sent"
         ]
+    except Unresolvable as exc:
+        return [
+            f"The stored input schema has a $ref that cannot be resolved within it ({clean(str(exc), 120)}); "
+            "references are never fetched. Re-import the catalogue."
+        ]
+    except RecursionError:
+        return ["the arguments are nested too deeply to be checked against the input schema"]
     finally:
         _BUDGET.reset(token)
     problems = [clean(f"{_where(list(error.path))}: {error.message}", PROBLEM_CHARS) for error in errors]
@@ -145,8 +157,12 @@ def checked_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> tupl
     return restored, argument_problems(schema, restored)
 
 
-def without_optional_nulls(schema: Any, value: Any) -> Any:
-    """``value`` less each ``null`` given for an optional property that does not accept null."""
+def without_optional_nulls(schema: Any, value: Any, root: Any = None) -> Any:
+    """``value`` less each ``null`` given for an optional property that does not accept null.
+
+    ``root``: the whole schema, against which a local ``$ref`` in a subschema resolves.
+    """
+    root = schema if root is None else root
     if not isinstance(schema, dict):
         return value
     if isinstance(value, dict):
@@ -158,25 +174,26 @@ def without_optional_nulls(schema: Any, value: Any) -> Any:
         kept: dict[str, Any] = {}
         for name, item in value.items():
             sub = properties.get(name)
-            if item is None and name not in required and sub is not None and not _accepts_null(sub):
+            if item is None and name not in required and sub is not None and not _accepts_null(sub, root):
                 continue
-            kept[name] = without_optional_nulls(sub, item)
+            kept[name] = without_optional_nulls(sub, item, root)
         return kept
     if isinstance(value, list):
         given = schema.get("prefixItems")
         prefix = given if isinstance(given, list) else []
         items = schema.get("items")
         return [
-            without_optional_nulls(prefix[index] if index < len(prefix) else items, item)
+            without_optional_nulls(prefix[index] if index < len(prefix) else items, item, root)
             for index, item in enumerate(value)
         ]
     return value
 
 
-def _accepts_null(schema: Any) -> bool:
+def _accepts_null(schema: Any, root: Any) -> bool:
     try:
-        return bool(Draft202012Validator(schema).is_valid(None))
-    except (SchemaError, UnknownType, TypeError, ValueError):
+        validator = Draft202012Validator(root if isinstance(root, dict) else schema)
+        return bool(validator.evolve(schema=schema).is_valid(None))
+    except (SchemaError, UnknownType, Unresolvable, RecursionError, TypeError, ValueError):
         return False
 
 
@@ -201,20 +218,30 @@ _BLANKS: dict[str, Any] = {
 MAX_TEMPLATE_DEPTH = 6
 
 
-def argument_template(schema: dict[str, Any], depth: int = 0) -> dict[str, Any]:
+def argument_template(
+    schema: dict[str, Any], depth: int = 0, root: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The arguments an operator starts from: every required property, with a typed blank.
 
     Nested objects get their own required properties; a property whose type is a list or a
-    union takes its first alternative. Only the stored (normalised) schema is read.
+    union takes its first alternative; a local ``$ref`` is followed (a recursive model stops
+    at the depth limit). Only the stored (normalised) schema is read.
     """
+    root = schema if root is None else root
     properties = schema.get("properties")
     required = schema.get("required")
     if not isinstance(properties, dict) or not isinstance(required, list):
         return {}
-    return {name: _blank(properties.get(name), depth + 1) for name in required if isinstance(name, str)}
+    return {name: _blank(properties.get(name), depth + 1, root) for name in required if isinstance(name, str)}
 
 
-def _blank(schema: Any, depth: int) -> Any:
+def _blank(schema: Any, depth: int, root: dict[str, Any]) -> Any:
+    if isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and depth < MAX_TEMPLATE_DEPTH:
+        try:
+            target = resolve(root, schema["$ref"])
+        except ReferenceProblem:
+            return None
+        return _blank(target, depth + 1, root)
     if not isinstance(schema, dict):
         return None
     kind = schema.get("type")
@@ -224,7 +251,7 @@ def _blank(schema: Any, depth: int) -> Any:
         for union in ("anyOf", "oneOf", "allOf"):
             branches = schema.get(union)
             if isinstance(branches, list) and branches:
-                return _blank(branches[0], depth)
+                return _blank(branches[0], depth, root)
     if kind == "object":
-        return argument_template(schema, depth) if depth < MAX_TEMPLATE_DEPTH else {}
+        return argument_template(schema, depth, root) if depth < MAX_TEMPLATE_DEPTH else {}
     return copy.copy(_BLANKS.get(kind)) if isinstance(kind, str) else None

@@ -14,6 +14,10 @@ Each shape follows the provider's documented request types (checked against the 
   ONE ``role: "user"`` message holding a ``tool_result`` block per call, in the order given,
   ``is_error`` set, images as ``image`` blocks with a base64 ``source``.
 
+No block a provider rejects (HTTP 400 for the whole conversation) is ever handed over: an image
+whose bytes are not the type it declares (a JPEG labelled image/png) is left out with a note the
+model reads, and an empty or whitespace-only answer is said in words.
+
 Every call the model made gets its result, whether it ran or not: the providers refuse a turn
 in which a tool call has no answer. A call that awaits approval, was denied, expired or is
 still running comes out as a result whose text says it did not run (``is_error`` where the
@@ -22,6 +26,8 @@ provider has it), so the model neither waits for an answer nor assumes one.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -34,6 +40,13 @@ MessageFormat = Literal["openai", "openai-responses", "anthropic"]
 #: The image types all three providers accept; another image is named in the text, not sent.
 MODEL_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 EMPTY = "(the tool returned no content)"
+#: How each accepted image type begins (its magic bytes); WebP is RIFF, a size, then WEBP.
+_MAGIC: dict[str, tuple[tuple[int, bytes], ...]] = {
+    "image/png": ((0, b"\x89PNG\r\n\x1a\n"),),
+    "image/jpeg": ((0, b"\xff\xd8\xff"),),
+    "image/gif": ((0, b"GIF8"),),
+    "image/webp": ((0, b"RIFF"), (8, b"WEBP")),
+}
 
 
 def tool_messages(format: MessageFormat, results: Iterable[tuple[str, ToolResult]]) -> list[dict[str, Any]]:
@@ -58,14 +71,42 @@ def _ran(result: ToolResult) -> bool:
 
 
 def _images(result: ToolResult) -> list[Block]:
-    """The images a model may see: of a call that ran, of a type the providers take."""
+    """The images a model may see: of a call that ran, of a type the providers take, whose bytes
+    are that type."""
     if not _ran(result):
         return []
-    return [block for block in result.images if block["mimeType"] in MODEL_IMAGE_TYPES]
+    return [block for block in result.images if _sendable(block)]
+
+
+def _sendable(block: Block) -> bool:
+    return block["mimeType"] in MODEL_IMAGE_TYPES and _is_declared_type(block)
+
+
+def _is_declared_type(block: Block) -> bool:
+    """Whether the image's bytes begin as its declared type does: a provider decodes the image
+    and refuses the whole request when they do not."""
+    try:
+        head = base64.b64decode(block["data"][:24], validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return all(head[at : at + len(magic)] == magic for at, magic in _MAGIC[block["mimeType"]])
 
 
 def _text(result: ToolResult) -> str:
-    return result.text or EMPTY
+    text = result.text if result.text.strip() else EMPTY
+    if not _ran(result):
+        return text
+    mislabelled = [
+        block["mimeType"]
+        for block in result.images
+        if block["mimeType"] in MODEL_IMAGE_TYPES and not _is_declared_type(block)
+    ]
+    if mislabelled:
+        text += (
+            f"\n[{len(mislabelled)} image(s) left out: the bytes are not the declared "
+            f"{', '.join(sorted(set(mislabelled)))}]"
+        )
+    return text
 
 
 def _chat(pairs: list[tuple[str, ToolResult]]) -> list[dict[str, Any]]:

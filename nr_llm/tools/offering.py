@@ -7,7 +7,10 @@ site's own code and carry no data class: they are offered under every ceiling.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -98,39 +101,96 @@ def spec(name: str, *, data_class_ceiling: str | None = None) -> ToolSpec | None
 
 
 def definitions(
-    format: Format = "openai", *, data_class_ceiling: str | None = None, strict: bool = False
+    format: Format = "openai",
+    *,
+    data_class_ceiling: str | None = None,
+    strict: bool = False,
+    defer: bool = False,
+    always_loaded: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """The available tools as function-calling specs in ``format``.
 
     ``strict=True`` (OpenAI formats) offers each tool in strict mode where its schema can be
-    expressed in it, and the others non-strict, each with the reason logged.
+    expressed in it, and the others non-strict, each with the reason logged once.
+
+    ``defer=True`` (``"openai-responses"``, ``"anthropic"``) loads tools on demand, for large
+    catalogues: every tool not named in ``always_loaded`` is sent with ``defer_loading`` and the
+    provider's tool search tool is added, so a model reads a tool's definition only when a
+    search found it. Responses groups the deferred tools of each MCP server in one namespace.
+    The order is the same on every request (loaded tools, the search tool, then the deferred
+    ones by server and name), so a provider's prompt cache holds.
     """
     refuse_in_event_loop("definitions", "adefinitions")
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(map(repr, FORMATS))}, not {format!r}")
     if strict and format == "anthropic":
         raise ValueError('strict=True is for the OpenAI formats ("openai", "openai-responses")')
+    if defer and format == "openai":
+        raise ValueError(
+            'defer=True is for "openai-responses" and "anthropic" (Chat Completions has no tool search)'
+        )
+    if isinstance(always_loaded, str):
+        raise TypeError("always_loaded takes a collection of tool names, not one string")
+    loaded = frozenset(always_loaded)
     offered: list[dict[str, Any]] = []
+    deferred: list[tuple[ToolSpec, dict[str, Any]]] = []
     for s in available(data_class_ceiling=data_class_ceiling):
         parameters, is_strict = _parameters(s, strict)
-        if format == "anthropic":
-            offered.append({"name": s.name, "description": s.description, "input_schema": parameters})
-        elif format == "openai-responses":
-            offered.append(
-                {
-                    "type": "function",
-                    "name": s.name,
-                    "description": s.description,
-                    "parameters": parameters,
-                    "strict": is_strict,
-                }
-            )
+        definition = _definition(format, s, parameters, is_strict)
+        if defer and s.name not in loaded:
+            deferred.append((s, definition | {"defer_loading": True}))
         else:
-            function = {"name": s.name, "description": s.description, "parameters": parameters}
-            offered.append(
-                {"type": "function", "function": function | ({"strict": True} if is_strict else {})}
-            )
+            offered.append(definition)
+    if defer:
+        offered.append(_SEARCH_TOOL[format])
+        offered.extend(_deferred(format, deferred))
     return offered
+
+
+#: The provider's own tool search, which loads a deferred tool when a search finds it:
+#: Responses' hosted ``tool_search``, Anthropic's BM25 (natural-language) search tool.
+_SEARCH_TOOL: dict[str, dict[str, Any]] = {
+    "openai-responses": {"type": "tool_search"},
+    "anthropic": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+}
+
+
+def _definition(format: Format, s: ToolSpec, parameters: dict[str, Any], is_strict: bool) -> dict[str, Any]:
+    if format == "anthropic":
+        return {"name": s.name, "description": s.description, "input_schema": parameters}
+    if format == "openai-responses":
+        return {
+            "type": "function",
+            "name": s.name,
+            "description": s.description,
+            "parameters": parameters,
+            "strict": is_strict,
+        }
+    function = {"name": s.name, "description": s.description, "parameters": parameters}
+    return {"type": "function", "function": function | ({"strict": True} if is_strict else {})}
+
+
+def _deferred(format: Format, deferred: list[tuple[ToolSpec, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The deferred definitions in a fixed order; for Responses, one namespace per MCP server
+    (a site's own tools stand alone), so a search can load a server's tools together."""
+    ordered = sorted(deferred, key=lambda pair: (pair[0].server, pair[0].name))
+    if format != "openai-responses":
+        return [definition for _, definition in ordered]
+    out: list[dict[str, Any]] = []
+    for server, group in itertools.groupby(ordered, key=lambda pair: pair[0].server):
+        definitions = [definition for _, definition in group]
+        if not server:
+            out.extend(definitions)
+            continue
+        out.append(
+            {
+                "type": "namespace",
+                "name": server,
+                "description": f'Tools of the MCP server "{server}", loaded when a tool search finds them.',
+                "tools": definitions,
+            }
+        )
+    return out
 
 
 def _parameters(spec: ToolSpec, strict: bool) -> tuple[dict[str, Any], bool]:
@@ -141,8 +201,32 @@ def _parameters(spec: ToolSpec, strict: bool) -> tuple[dict[str, Any], bool]:
     try:
         return strict_schema(schema), True
     except NotStrict as exc:
-        logger.info("tool %s is offered non-strict: %s", spec.name, exc)
+        _note_non_strict(spec.name, str(exc))
         return schema, False
+
+
+#: (tool, reason) pairs already logged: definitions() runs on every request, and one line per
+#: tool and process says it; a changed reason (the tool was re-imported) is said again.
+_NOTED: set[tuple[str, str]] = set()
+_NOTED_LOCK = threading.Lock()
+
+
+def _note_non_strict(name: str, reason: str) -> None:
+    with _NOTED_LOCK:
+        if (name, reason) in _NOTED:
+            return
+        _NOTED.add((name, reason))
+    logger.info("tool %s is offered non-strict: %s", name, reason)
+
+
+def strict_reason(schema: dict[str, Any]) -> str:
+    """Why a tool with this stored schema is offered non-strict, or "" when strict mode takes it
+    (the admin shows it)."""
+    try:
+        strict_schema(offered_schema(normalise_schema(schema)))
+    except (NotStrict, SchemaRefused) as exc:
+        return str(exc)
+    return ""
 
 
 def offered_schema(schema: Any) -> Any:
@@ -151,7 +235,7 @@ def offered_schema(schema: Any) -> Any:
         return {
             key: (
                 {name: offered_schema(child) for name, child in value.items()}
-                if key == "properties" and isinstance(value, dict)
+                if key in _NAMED and isinstance(value, dict)
                 else offered_schema(value)
                 if key not in _DATA
                 else value
@@ -165,7 +249,9 @@ def offered_schema(schema: Any) -> Any:
 
 
 # Keywords holding data: a key "x-mcp-header" inside a default value is the server's data.
-_DATA = frozenset({"enum", "const", "default", "examples", "required", "type"})
+_DATA = frozenset({"enum", "const", "default", "examples", "required", "type", "$ref"})
+# Keywords mapping names (the server's, any string) to schemas.
+_NAMED = frozenset({"properties", "$defs", "definitions"})
 
 
 def _remote_spec(row: McpTool) -> ToolSpec | None:

@@ -7,6 +7,7 @@ Django's one sync thread), so concurrent requests' calls run side by side.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from ..governance.ledger import WallClock
@@ -49,7 +50,19 @@ async def aresume(
 
 
 async def adefinitions(
-    format: Format = "openai", *, data_class_ceiling: str | None = None, strict: bool = False
+    format: Format = "openai",
+    *,
+    data_class_ceiling: str | None = None,
+    strict: bool = False,
+    defer: bool = False,
+    always_loaded: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """``definitions()`` for an async caller."""
-    return await threads.run(definitions, format, data_class_ceiling=data_class_ceiling, strict=strict)
+    return await threads.run(
+        definitions,
+        format,
+        data_class_ceiling=data_class_ceiling,
+        strict=strict,
+        defer=defer,
+        always_loaded=always_loaded,
+    )

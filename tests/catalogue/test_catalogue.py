@@ -187,10 +187,12 @@ def test_a_collision_with_another_servers_tool_is_skipped_and_that_tool_is_untou
 
 def test_a_schema_that_cannot_be_represented_is_skipped_with_the_normalisers_reason():
     """The skip reason names the tool and the normaliser's rule."""
-    server, report = _import([tool("refs", {"type": "object", "$defs": {}}), tool("arr", {"type": "array"})])
+    refs = {"type": "object", "properties": {"q": {"$ref": "https://schemas.example/q.json"}}}
+    server, report = _import([tool("refs", refs), tool("arr", {"type": "array"})])
     assert report.skip_reasons == (
-        "'refs': input schema uses '$defs' at /, which cannot be represented "
-        "(schemas are refused, never rewritten)",
+        "'refs': \"$ref\" at /properties/q/$ref points outside the schema "
+        "('https://schemas.example/q.json'); only \"#/...\" pointers are followed, a network "
+        "reference is never fetched, and the schema is not offered without it",
         '\'arr\': input schema\'s top-level "type" must be "object"',
     )
     assert _names(server) == []

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp.protocol.schema import SchemaRefused, normalise_schema
 from tests.conformance import auth, django_app
 
 Behaviour = Callable[["Run"], None]
@@ -135,9 +136,15 @@ def list_and_call(run: Run) -> None:
 @behaviour_of("json-schema-ref-no-deref")
 def list_only(run: Run) -> None:
     """The scenario's server answers tools/list only (tools/call is -32601 there); the check
-    is that listing never fetches the schema's network $ref."""
+    is that neither listing nor normalising the schema (the import's step) fetches its network
+    $ref: the normaliser refuses the tool and names the reference's place."""
     tools = run.client.list_tools(run.endpoint)
     run.say(f"listed {[tool.get('name') for tool in tools]}")
+    for tool in tools:
+        try:
+            normalise_schema(tool.get("inputSchema"))
+        except SchemaRefused as exc:
+            run.say(f"{tool.get('name')}: refused, {exc}")
 
 
 @behaviour_of("http-custom-headers")

@@ -80,3 +80,10 @@ def sdk_server(*args: str) -> Iterator[str]:
     """The official Python SDK server (tests/peers/sdk_server.py); yields its /mcp URL."""
     with running([sys.executable, "-m", "tests.peers.sdk_server", *args]) as port:
         yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextlib.contextmanager
+def pydantic_server(*args: str) -> Iterator[str]:
+    """The twelve pydantic signatures served by the SDK (or ``--fastmcp``); yields its /mcp URL."""
+    with running([sys.executable, "-m", "tests.peers.pydantic_server", *args]) as port:
+        yield f"http://127.0.0.1:{port}/mcp"

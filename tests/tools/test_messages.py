@@ -122,3 +122,46 @@ def test_an_unknown_format_is_a_value_error() -> None:
     """A misspelt format is the site's bug: it is said at once."""
     with pytest.raises(ValueError, match="unknown message format 'gemini'"):
         tool_messages("gemini", [])  # type: ignore[arg-type]
+
+
+JPEG = (
+    "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAP////////////////////////////////////////////////////////"
+    "//////////////////////////////2wBDAf//////////////////////////////////////////////////////"
+    "////////////////////////////////wAARCAABAAEDASIAAhEBAxEB/8QAFQABAQAAAAAAAAAAAAAAAAAAAAP/xA"
+    "AUEAEAAAAAAAAAAAAAAAAAAAAA/8QAFAEBAAAAAAAAAAAAAAAAAAAAAP/EABQRAQAAAAAAAAAAAAAAAAAAAAD/2gAM"
+    "AwEAAhEDEQA/AKAP/9k="
+)
+
+
+@pytest.mark.parametrize("format", ["openai", "openai-responses", "anthropic"])
+def test_an_image_whose_bytes_are_not_its_declared_type_is_left_out_with_a_note(format) -> None:
+    """A JPEG labelled image/png would make the provider refuse the whole conversation: it is not
+    sent, the model reads why, and the truly PNG image of the same call still goes."""
+    mislabelled = {"type": "image", "data": JPEG, "mimeType": "image/png"}
+    result = ToolResult("two pictures", False, "demo", content=(IMAGE, mislabelled))
+    messages = tool_messages(format, [("c", result)])
+    shown = str(messages)
+    assert JPEG not in shown and PNG in shown
+    assert "[1 image(s) left out: the bytes are not the declared image/png]" in shown
+    published = {"openai": ChatCompletionMessageParam, "openai-responses": ResponseInputItemParam}
+    for message in messages:
+        assert_conforms(published.get(format, MessageParam), message)
+
+
+@pytest.mark.parametrize("data", [JPEG, "not base64!", "", "UklGRgAAAABXRUJQ"])
+def test_only_bytes_that_begin_as_their_type_are_sent(data) -> None:
+    """PNG, JPEG, GIF and WebP are told by their first bytes; anything else is not the type it says."""
+    kinds = {JPEG: "image/jpeg", "UklGRgAAAABXRUJQ": "image/webp"}
+    for declared in ("image/png", "image/jpeg", "image/gif", "image/webp"):
+        block = {"type": "image", "data": data, "mimeType": declared}
+        result = ToolResult("x", False, "demo", content=(block,))
+        (item,) = tool_messages("openai-responses", [("c", result)])
+        assert isinstance(item["output"], list) == (kinds.get(data) == declared), (data[:10], declared)
+
+
+@pytest.mark.parametrize("text", ["", " ", "\n\t  \n"])
+@pytest.mark.parametrize("format", ["openai", "openai-responses", "anthropic"])
+def test_a_whitespace_only_answer_becomes_a_note(text, format) -> None:
+    """Anthropic refuses a tool result whose text is only whitespace: it is said in words, in every format."""
+    (message, *_) = tool_messages(format, [("c", ToolResult(text, False))])
+    assert "(the tool returned no content)" in str(message)

@@ -74,8 +74,8 @@ def test_what_a_strict_model_sends_is_read_back_as_the_servers_call():
             "does not support 'minLength'",
         ),
         (
-            {"type": "object", "properties": {"a": {"type": "string", "default": "x"}}},
-            "does not support 'default'",
+            {"type": "object", "properties": {"a": {"type": "array", "items": {}, "uniqueItems": True}}},
+            "does not support 'uniqueItems'",
         ),
         (
             {"type": "object", "properties": {"a": {"type": "object"}}},
@@ -98,7 +98,7 @@ def test_what_a_strict_model_sends_is_read_back_as_the_servers_call():
                 "type": "object",
                 "properties": {"a": {"anyOf": [{"type": "object", "properties": {"b": {"type": "string"}}}]}},
             },
-            "an optional property inside anyOf",
+            "an optional property with no default inside anyOf",
         ),
     ],
 )
@@ -122,3 +122,88 @@ def test_strict_is_for_the_openai_formats():
     """Asking for strict Anthropic definitions is an error, not a silent non-strict answer."""
     with pytest.raises(ValueError, match="strict=True is for the OpenAI formats"):
         tools.definitions("anthropic", strict=True)
+
+
+def test_annotations_do_not_make_a_tool_non_strict_and_defaults_are_required_without_null():
+    """title is kept, default left out; a property with a default is required with its own type (the
+    model sends the default or another value), as OpenAI's helper makes it."""
+    schema = {
+        "type": "object",
+        "title": "greetArguments",
+        "properties": {
+            "name": {"type": "string", "title": "Name"},
+            "shout": {"type": "boolean", "default": False, "title": "Shout"},
+        },
+        "required": ["name"],
+    }
+    assert strict_schema(schema) == {
+        "type": "object",
+        "title": "greetArguments",
+        "properties": {
+            "name": {"type": "string", "title": "Name"},
+            "shout": {"type": "boolean", "title": "Shout"},
+        },
+        "required": ["name", "shout"],
+        "additionalProperties": False,
+    }
+
+
+def test_definitions_are_made_strict_and_references_kept():
+    """$defs are converted in place (closed, every property required) and $ref stays a reference."""
+    schema = {
+        "type": "object",
+        "$defs": {
+            "Item": {
+                "type": "object",
+                "properties": {"sku": {"type": "string"}, "n": {"type": "integer", "default": 1}},
+                "required": ["sku"],
+            }
+        },
+        "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
+        "required": ["items"],
+    }
+    strict = strict_schema(schema)
+    assert strict["properties"]["items"]["items"] == {"$ref": "#/$defs/Item"}
+    item = strict["$defs"]["Item"]
+    assert item["required"] == ["sku", "n"] and item["additionalProperties"] is False
+    assert item["properties"]["n"] == {"type": "integer"}
+
+
+def test_a_ref_with_siblings_is_inlined_as_openais_helper_does():
+    """Strict mode refuses keywords beside a $ref: the target is inlined with the siblings over it."""
+    schema = {
+        "type": "object",
+        "$defs": {"Colour": {"type": "string", "enum": ["red", "green"], "title": "Colour"}},
+        "properties": {"c": {"$ref": "#/$defs/Colour", "description": "The colour."}},
+        "required": ["c"],
+    }
+    assert strict_schema(schema)["properties"]["c"] == {
+        "type": "string",
+        "enum": ["red", "green"],
+        "title": "Colour",
+        "description": "The colour.",
+    }
+
+
+def test_a_self_referring_ref_with_siblings_is_not_strict_rather_than_endless():
+    """Inlining a $ref-with-siblings that leads back to itself would never end: refused with a reason."""
+    schema = {
+        "type": "object",
+        "$defs": {"A": {"$ref": "#/$defs/A", "description": "again"}},
+        "properties": {"a": {"$ref": "#/$defs/A", "description": "x"}},
+        "required": ["a"],
+    }
+    with pytest.raises(NotStrict, match="refers back to itself|more than 10 levels"):
+        strict_schema(schema)
+
+
+def test_an_optional_property_without_default_in_a_definition_is_not_strict():
+    """A null there could not be read back as "not given" (the definition may sit in a union)."""
+    schema = {
+        "type": "object",
+        "$defs": {"P": {"type": "object", "properties": {"a": {"type": "string"}}}},
+        "properties": {"p": {"$ref": "#/$defs/P"}},
+        "required": ["p"],
+    }
+    with pytest.raises(NotStrict, match="optional property with no default inside anyOf or a definition"):
+        strict_schema(schema)

@@ -178,6 +178,8 @@ class Command(BaseCommand):
                     f"  import: {imported.imported} imported, {imported.skipped} skipped, "
                     f"{imported.orphaned} orphaned"
                 )
+                for reason in imported.skip_reasons:
+                    self.stdout.write(f"  skipped: {reason}")
             else:
                 self.stdout.write(self.style.ERROR(f"  import refused — {imported.refused}"))
         for name in report.enabled_tools:

@@ -2,10 +2,12 @@
 
 Two rules: refuse, never repair; and never weaken. Every validation keyword of JSON Schema
 2020-12 that the providers accept is kept at every depth, checked and bounded; a keyword that
-constrains values and cannot be carried (``$ref``, ``if``/``then``, ...) refuses the tool with
-the reason. Guessing what a ``$ref`` meant would hand a model a contract the server never made;
-dropping a ``maximum`` would hand it a weaker one. Only annotations that constrain nothing
-(``$schema``, ``$comment``, ``readOnly``, vendor keywords) are dropped (``DROPPED``).
+constrains values and cannot be carried (``if``/``then``, ``$dynamicRef``, ...) refuses the tool
+with the reason; dropping a ``maximum`` would hand a model a weaker contract. Local references
+(``$ref`` to ``#/...``, with the root's ``$defs``, as pydantic writes them) are kept and checked
+(``references.py``); a network ``$ref`` is never fetched, and refuses the tool. Only annotations
+that constrain nothing (``$schema``, ``$comment``, ``readOnly``, vendor keywords) are dropped
+(``DROPPED``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import regex
 
 from ..wire.text import clean
+from . import references
 
 #: Keywords whose value is one subschema, a list of subschemas, or a map of names to subschemas.
 SUBSCHEMA_ONE = ("items", "additionalProperties", "not")
@@ -47,14 +50,15 @@ KEPT = (
     # MCP 2026-07-28: an argument the server also reads as an Mcp-Param-* header. Kept for the
     # transport (execute sends the stored schema along), never offered to a model.
     "x-mcp-header",
+    # A local reference; the root's definitions are kept with it (DEFINITIONS).
+    "$ref",
 )
+#: Where a schema's definitions live: kept at the root only, where every ``#/...`` resolves.
+DEFINITIONS = ("$defs", "definitions")
 #: Keywords that make a schema depend on something this subset cannot express.
 REFUSED = (
-    "$ref",
     "$dynamicRef",
     "$recursiveRef",
-    "$defs",
-    "definitions",
     "if",
     "then",
     "else",
@@ -90,6 +94,8 @@ DROPPED = (
 )
 JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 MAX_DEPTH = 12
+#: Subschemas read in a remote schema, kept or not: a 5 MB ``$defs`` is refused before it is walked.
+MAX_NODES = 5000
 MAX_ENCODED_BYTES = 16 * 1024
 #: Caps on remote text and data inside a schema: beyond them a schema is refused (data) or
 #: clipped (prose, examples); nothing a model could act on is ever shortened.
@@ -124,8 +130,11 @@ def normalise_schema(schema: object) -> dict[str, Any]:
         raise SchemaRefused(f"input schema is {_kind(schema)}, not a JSON object")
     if schema.get("type") != "object":
         raise SchemaRefused('input schema\'s top-level "type" must be "object"')
-    _scan(schema, "", 1)
+    _scan(schema, "", 1, [0])
     normalised = _normalise(schema, "")
+    for key in DEFINITIONS:
+        if key in schema:
+            normalised[key] = _definitions(schema[key], f"/{key}")
     if contains_nul(normalised):
         raise SchemaRefused("input schema contains a NUL character, which cannot be stored")
     try:
@@ -140,7 +149,17 @@ def normalise_schema(schema: object) -> dict[str, Any]:
         raise SchemaRefused(
             f"input schema is {encoded} bytes encoded; at most {MAX_ENCODED_BYTES} (16 KiB) are accepted"
         )
+    try:
+        references.check(normalised, _where)
+    except references.ReferenceProblem as exc:
+        raise SchemaRefused(f"input schema cannot be kept: {exc}") from None
     return normalised
+
+
+def _definitions(value: object, at: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SchemaRefused(f"{at[1:]!r} at / is {_kind(value)}, not an object of named schemas")
+    return {name: _subschema(child, f"{at}/{name}") for name, child in value.items()}
 
 
 def contains_nul(value: object) -> bool:
@@ -154,10 +173,14 @@ def contains_nul(value: object) -> bool:
     return False
 
 
-def _scan(node: dict[str, Any], path: str, depth: int) -> None:
-    """Refuse a refused keyword or excess depth anywhere in the schema, kept part or not."""
+def _scan(node: dict[str, Any], path: str, depth: int, seen: list[int]) -> None:
+    """Refuse a refused keyword, excess depth or size, or a reference that leaves the schema,
+    anywhere in the schema, kept part or not."""
     if depth > MAX_DEPTH:
         raise SchemaRefused(f"input schema is nested more than {MAX_DEPTH} levels deep (at {_where(path)})")
+    seen[0] += 1
+    if seen[0] > MAX_NODES:
+        raise SchemaRefused(f"input schema has more than {MAX_NODES} subschemas (at {_where(path)})")
     for key, value in node.items():
         if key in REFUSED:
             raise SchemaRefused(
@@ -166,16 +189,35 @@ def _scan(node: dict[str, Any], path: str, depth: int) -> None:
             )
         if key in _DATA_KEYWORDS:
             continue
-        if key in _NAMED_SCHEMAS and isinstance(value, dict):
+        if key in DEFINITIONS and path:
+            # A pointer from the root would still reach them, but a nested $defs also starts a
+            # new base for references inside it in some drafts: refused rather than guessed.
+            raise SchemaRefused(
+                f"input schema has {key!r} at {_where(path)}; only the root's definitions are kept"
+            )
+        if key == "$ref":
+            _reference(value, f"{path}/$ref")
+        elif key in _NAMED_SCHEMAS and isinstance(value, dict):
             for name, child in value.items():
                 if isinstance(child, dict):
-                    _scan(child, f"{path}/{key}/{name}", depth + 1)
+                    _scan(child, f"{path}/{key}/{name}", depth + 1, seen)
         elif isinstance(value, dict):
-            _scan(value, f"{path}/{key}", depth + 1)
+            _scan(value, f"{path}/{key}", depth + 1, seen)
         elif isinstance(value, list):
             for index, child in enumerate(value):
                 if isinstance(child, dict):
-                    _scan(child, f"{path}/{key}/{index}", depth + 1)
+                    _scan(child, f"{path}/{key}/{index}", depth + 1, seen)
+
+
+def _reference(value: object, at: str) -> None:
+    if not isinstance(value, str):
+        raise SchemaRefused(f'"$ref" at {_where(at)} is {_kind(value)}, not a string')
+    if not references.is_local(value):
+        raise SchemaRefused(
+            f'"$ref" at {_where(at)} points outside the schema ({clean(value, 120)!r}); only '
+            '"#/..." pointers are followed, a network reference is never fetched, and the schema '
+            "is not offered without it"
+        )
 
 
 def _normalise(node: dict[str, Any], path: str) -> dict[str, Any]:
@@ -212,6 +254,8 @@ def _value(key: str, value: object, at: str) -> Any:
         return _type(value, at)
     if key == "required":
         return _required(value, at)
+    if key == "$ref":
+        return value  # checked by _scan (local), and resolved once the schema is whole
     if key in ("title", "description"):
         if not isinstance(value, str):
             raise SchemaRefused(f"{key!r} at {_where(at)} is {_kind(value)}, not a string")

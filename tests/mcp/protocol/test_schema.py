@@ -82,9 +82,9 @@ def test_each_refused_keyword_is_refused_when_nested_with_its_place(keyword):
 
 
 def test_a_refused_keyword_inside_a_dropped_keyword_is_still_refused():
-    """Dropping `items` must not quietly drop a $ref the schema depended on."""
-    schema = _obj(properties={"xs": {"type": "array", "items": {"$ref": "#/properties/y"}}})
-    assert "uses '$ref' at /properties/xs/items" in _refusal(schema)
+    """Dropping a vendor keyword must not quietly drop a $dynamicRef the schema depended on."""
+    schema = _obj(properties={"xs": {"type": "array", "x-vendor": {"$dynamicRef": "#item"}}})
+    assert "uses '$dynamicRef' at /properties/xs/x-vendor" in _refusal(schema)
 
 
 def test_a_property_named_like_a_refused_keyword_is_only_a_name():
@@ -165,7 +165,7 @@ def test_size_is_measured_after_dropping_keywords():
 
 def test_a_reason_shows_remote_property_names_without_control_characters():
     """A property name cannot inject a line break into the operator's report."""
-    reason = _refusal(_obj(properties={"a\nb": {"$ref": "#"}}))
+    reason = _refusal(_obj(properties={"a\nb": {"$ref": "https://example.org/s.json"}}))
     assert "\n" not in reason
     assert "/properties/a b" in reason
 
