@@ -102,6 +102,11 @@ SCENARIOS = [
     ("0.2.0-alpha.12", "auth/metadata-issuer-mismatch", "2026-07-28"),
     ("0.2.0-alpha.12", "auth/client-credentials-jwt", None),
     ("0.2.0-alpha.12", "auth/client-credentials-basic", None),
+    # Authorization extensions (issue 43), each an operator's opt-in per server.
+    ("0.2.0-alpha.12", "auth/dpop", None),
+    ("0.2.0-alpha.12", "auth/dpop-nonce", None),
+    ("0.2.0-alpha.12", "auth/enterprise-managed-authorization", None),
+    ("0.2.0-alpha.12", "auth/wif-jwt-bearer", None),
 ]
 
 
