@@ -219,3 +219,82 @@ def test_a_dpop_challenge_names_its_metadata() -> None:
 def test_a_key_repr_shows_nothing() -> None:
     key = DpopKey.generate()
     assert key.pem not in repr(key) and "PRIVATE" not in repr(key)
+
+
+class NonceServer:
+    """A scripted MCP server that takes DPoP tokens only, with a proof carrying its nonce.
+
+    ``rotate``: refuses every proof, each time with a fresh nonce (a server that keeps asking).
+    """
+
+    def __init__(self, world: World, *, rotate: bool = False, on: str = "tools/call") -> None:
+        from ..scripted import ScriptedServer
+
+        self.world = world
+        self.mcp = ScriptedServer(world.clock)
+        self.rotate = rotate
+        self.on = on
+        self.refusals = 0
+        self.proofs: list[dict[str, Any]] = []
+
+    def answer(self, request: Any) -> tuple[int, dict[str, str], str]:
+        self.world.record(request)
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        assert scheme == "DPoP" and token == "bound-0", "a DPoP token goes with the DPoP scheme"
+        claims = _claims(request.headers["DPoP"])
+        self.proofs.append(claims)
+        method = json.loads(request.body).get("method") if request.body else request.method
+        # Rotating: the nonce it asks for is never the one it handed out (it keeps asking).
+        if method == self.on and (self.rotate or claims.get("nonce") != "rs-0"):
+            self.refusals += 1
+            next_nonce = f"rs-{self.refusals}" if self.rotate else "rs-0"
+            challenge = 'DPoP error="use_dpop_nonce", error_description="nonce"'
+            return 401, {"WWW-Authenticate": challenge, "DPoP-Nonce": next_nonce}, ""
+        return self.mcp._answer(request)
+
+
+def _dpop_call(world: World, wall, server: NonceServer) -> Any:
+    from nr_llm.mcp import Endpoint, McpClient
+
+    from ..scripted import URL
+
+    world.mock.add_callback("POST", URL, callback=server.answer)
+    world.mock.add_callback("DELETE", URL, callback=server.answer)
+    store = MemoryGrantStore()
+    store.save("demo", _bound_grant(expires_at=None, mcp_url=URL, resource=URL))
+    endpoint = Endpoint(
+        identifier="demo", url=URL, budget_seconds=20, oauth=OAuthSettings(ClientConfig(dpop=True), store)
+    )
+    return McpClient(allow_private_networks=True, clock=world.clock, wall=wall).call_tool(
+        endpoint, "echo", {}
+    )
+
+
+def test_a_tools_call_refused_for_a_nonce_is_sent_again_once_with_it(
+    world: World, wall, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The 401 came before the tool ran: the call goes again, once, with the nonce; every leg had a
+    fresh proof for its method; nothing of the key, the proofs or the token is logged."""
+    caplog.set_level("DEBUG")
+    server = NonceServer(world)
+    outcome = _dpop_call(world, wall, server)
+    assert not outcome.is_error and outcome.text == "ok"
+    assert server.mcp.methods.count("tools/call") == 1 and server.refusals == 1
+    calls = [proof for proof in server.proofs if proof["htm"] == "POST"]
+    assert len({proof["jti"] for proof in server.proofs}) == len(server.proofs)
+    assert calls[-1]["nonce"] == "rs-0"
+    for secret in ("bound-0", "PRIVATE KEY", *(p["jti"] for p in server.proofs)):
+        assert secret not in caplog.text
+
+
+def test_a_server_that_keeps_asking_for_nonces_ends_the_call_unrun(world: World, wall) -> None:
+    """A new nonce for every request: at most MAX_NONCE_RETRIES retries, then the 401 itself,
+    which proves the tool did not run (no 2xx ever answered a tools/call)."""
+    from nr_llm.mcp.oauth.tokens import MAX_NONCE_RETRIES
+
+    server = NonceServer(world, rotate=True)
+    with pytest.raises(ChallengeError) as caught:
+        _dpop_call(world, wall, server)
+    assert caught.value.status == 401
+    assert server.refusals == MAX_NONCE_RETRIES + 1
+    assert server.mcp.methods.count("tools/call") == 0
