@@ -22,6 +22,7 @@ from django.utils.safestring import SafeString
 
 from . import admin_columns as columns
 from . import catalogue, tasks
+from .authorization import admin as authorization_admin  # noqa: F401 - registers per-user grants
 from .authorization import columns as authorization_columns
 from .authorization import service as authorization_service
 from .authorization import views as authorization_views
@@ -112,6 +113,8 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     ]
     OAUTH_FIELDS = [
         "oauth_grant_type",
+        "oauth_mode",
+        "oauth_dpop",
         "oauth_registration",
         "oauth_issuer",
         "oauth_client_id",

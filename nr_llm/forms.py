@@ -82,6 +82,8 @@ class McpServerForm(forms.ModelForm[McpServer]):
             "auth_header_name",
             "credential_env",
             "oauth_grant_type",
+            "oauth_mode",
+            "oauth_dpop",
             "oauth_registration",
             "oauth_issuer",
             "oauth_client_id",
@@ -93,12 +95,15 @@ class McpServerForm(forms.ModelForm[McpServer]):
         super().__init__(*args, **kwargs)
         # Only meaningful for OAuth: a form (or script) that leaves them out keeps the defaults.
         # A view-only operator's form has neither (every field is read-only there).
-        for name in ("oauth_grant_type", "oauth_registration"):
+        for name in ("oauth_grant_type", "oauth_registration", "oauth_mode"):
             if name in self.fields:
                 self.fields[name].required = False
 
     def clean_oauth_grant_type(self) -> str:
         return str(self.cleaned_data.get("oauth_grant_type") or self.instance.oauth_grant_type)
+
+    def clean_oauth_mode(self) -> str:
+        return str(self.cleaned_data.get("oauth_mode") or self.instance.oauth_mode)
 
     def clean_oauth_registration(self) -> str:
         return str(self.cleaned_data.get("oauth_registration") or self.instance.oauth_registration)

@@ -19,6 +19,7 @@ DataClass = vocabulary.DataClass
 ImportStatus = vocabulary.ImportStatus
 ImportTaskState = vocabulary.ImportTaskState
 OAuthGrantType = vocabulary.OAuthGrantType
+OAuthMode = vocabulary.OAuthMode
 OAuthRegistration = vocabulary.OAuthRegistration
 
 #: Why an import disabled an enabled tool (catalogue.py); the admin and ``execute`` say it.
@@ -95,7 +96,7 @@ class McpTool(models.Model):
 
 
 # Registered with this app from their own package (ARCHITECTURE.md, "Growing").
-from .authorization.models import OAuthGrantRecord, PendingAuthorization  # noqa: E402
+from .authorization.models import OAuthGrantRecord, PendingAuthorization, UserGrantRecord  # noqa: E402
 from .governance.models import ToolCall, ToolCallApproval, ToolCallStatus  # noqa: E402
 
 __all__ = [
@@ -108,9 +109,11 @@ __all__ = [
     "McpTool",
     "OAuthGrantRecord",
     "OAuthGrantType",
+    "OAuthMode",
     "OAuthRegistration",
     "PendingAuthorization",
     "ToolCall",
     "ToolCallApproval",
     "ToolCallStatus",
+    "UserGrantRecord",
 ]

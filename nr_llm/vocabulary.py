@@ -16,6 +16,7 @@ __all__ = [
     "ImportStatus",
     "ImportTaskState",
     "OAuthGrantType",
+    "OAuthMode",
     "OAuthRegistration",
 ]
 
@@ -30,6 +31,13 @@ class AuthPlacement(models.TextChoices):
 class OAuthGrantType(models.TextChoices):
     AUTHORIZATION_CODE = "authorization_code", "Authorization code (an operator connects once)"
     CLIENT_CREDENTIALS = "client_credentials", "Client credentials (no operator step)"
+
+
+class OAuthMode(models.TextChoices):
+    """Whose account a call acts as on an OAuth server (the operator chooses per server)."""
+
+    SHARED = "shared", "Shared (one grant, connected by an operator; every user acts through it)"
+    PER_USER = "per_user", "Per user (each user of the site connects their own account)"
 
 
 class OAuthRegistration(models.TextChoices):

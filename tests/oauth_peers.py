@@ -69,6 +69,8 @@ class AuthorizationServer:
     resource_server_client: OAuthClient  # the MCP server's, for introspection
     access_token_seconds: int
     directory: Path
+    # Further people with accounts there, by username (their passwords).
+    other_users: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def metadata_url(self) -> str:
@@ -133,7 +135,12 @@ class AuthorizationServer:
         return len(self.requests_seen("token", grant_type))
 
     def approve(
-        self, authorization_url: str, *, session: requests.Session | None = None, allow: bool = True
+        self,
+        authorization_url: str,
+        *,
+        session: requests.Session | None = None,
+        allow: bool = True,
+        username: str | None = None,
     ) -> str:
         """Play the user's browser: log in as the seeded user, answer the consent page.
 
@@ -143,9 +150,9 @@ class AuthorizationServer:
         """
         # A caller's session is kept open for its next step; a fresh one is closed here.
         with contextlib.nullcontext(session) if session is not None else requests.Session() as browser:
-            return sign_in_and_consent(
-                browser, authorization_url, self.login_url, self.username, self.password, allow=allow
-            )
+            who = username or self.username
+            password = self.other_users[who] if username and username != self.username else self.password
+            return sign_in_and_consent(browser, authorization_url, self.login_url, who, password, allow=allow)
 
     def register_client(
         self,
@@ -378,6 +385,7 @@ def _seed(redirect_uris: tuple[str, ...]) -> dict[str, Any]:
 
     return {
         "user": {"username": "operator", "password": secrets.token_urlsafe(16)},
+        "other_users": [{"username": "member", "password": secrets.token_urlsafe(16)}],
         "clients": [
             client("mcp-public", "authorization_code", confidential=False),
             client("mcp-confidential", "authorization_code", confidential=True),
@@ -409,6 +417,7 @@ def _authorization_server(
         resource_server_client=clients["mcp-resource-server"],
         access_token_seconds=access_token_seconds,
         directory=directory,
+        other_users={other["username"]: other["password"] for other in seed.get("other_users", [])},
     )
 
 

@@ -12,10 +12,9 @@ from django.conf import settings
 from django.db import models
 
 
-class OAuthGrantRecord(models.Model):
-    """The grant of one server: tokens (encrypted), expiry, scopes, and what they are pinned to."""
+class GrantFields(models.Model):
+    """What a grant keeps: tokens (encrypted), expiry, scopes, and what they are pinned to."""
 
-    server = models.OneToOneField("nr_llm.McpServer", on_delete=models.CASCADE, related_name="oauth_grant")
     # Fernet tokens (credentials.py); empty when there is none.
     access_token_ciphertext = models.TextField(blank=True)
     refresh_token_ciphertext = models.TextField(blank=True)
@@ -39,6 +38,23 @@ class OAuthGrantRecord(models.Model):
     attention_reason = models.CharField(max_length=32, blank=True)
     attention_scopes = models.CharField(max_length=1000, blank=True)
     attention_since = models.DateTimeField(null=True, blank=True)
+    # "DPoP" for a token bound to the grant's own key (RFC 9449), whose PEM is kept encrypted
+    # beside the tokens: the token is worthless without it, and both are as secret.
+    token_type = models.CharField(max_length=16, blank=True)
+    dpop_key_ciphertext = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def has_tokens(self) -> bool:
+        return bool(self.access_token_ciphertext)
+
+
+class OAuthGrantRecord(GrantFields):
+    """The shared grant of one server (mode "shared")."""
+
+    server = models.OneToOneField("nr_llm.McpServer", on_delete=models.CASCADE, related_name="oauth_grant")
 
     class Meta:
         verbose_name = "OAuth grant"
@@ -50,9 +66,22 @@ class OAuthGrantRecord(models.Model):
         # Never the ciphertexts: they are harmless without the key, but nothing reads them.
         return f"<OAuthGrantRecord server={self.server_id} connected={self.has_tokens}>"
 
-    @property
-    def has_tokens(self) -> bool:
-        return bool(self.access_token_ciphertext)
+
+class UserGrantRecord(GrantFields):
+    """One user's own grant of a per-user server: deleted with the user or the server."""
+
+    server = models.ForeignKey("nr_llm.McpServer", on_delete=models.CASCADE, related_name="user_grants")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        verbose_name = "per-user OAuth grant"
+        constraints = [models.UniqueConstraint(fields=["server", "user"], name="nr_llm_user_grant_unique")]
+
+    def __str__(self) -> str:
+        return f"OAuth grant of user #{self.user_id} at server #{self.server_id}"
+
+    def __repr__(self) -> str:
+        return f"<UserGrantRecord server={self.server_id} user={self.user_id} connected={self.has_tokens}>"
 
 
 class PendingAuthorization(models.Model):
@@ -68,6 +97,8 @@ class PendingAuthorization(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     payload_ciphertext = models.TextField()
     created = models.DateTimeField()
+    # A user connecting their own account (per-user server), not an operator in the admin.
+    for_user = models.BooleanField(default=False)
 
     class Meta:
         verbose_name = "pending OAuth authorization"

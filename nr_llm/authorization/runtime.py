@@ -27,8 +27,9 @@ def reason_of(exc: McpTransportError) -> str:
     return exc.reason if isinstance(exc, AuthorizationError) else "not_authorized"
 
 
-def observe(server: McpServer, exc: McpTransportError) -> bool:
-    """Remember a failure that needs an operator; True when ``server`` now needs reconnect.
+def observe(server: McpServer, exc: McpTransportError, user_id: int | None = None) -> bool:
+    """Remember a failure that needs an operator (or on a per-user server, ``user_id``'s own
+    reconnect); True when the grant now needs reconnect.
 
     Never raises (a reporting boundary).
     """
@@ -36,7 +37,8 @@ def observe(server: McpServer, exc: McpTransportError) -> bool:
         return False
     scopes = exc.scopes if isinstance(exc, AuthorizationError) else ()
     try:
-        DatabaseGrantStore().mark_attention(server.identifier, reason_of(exc), tuple(scopes))
+        store = DatabaseGrantStore(user_id if server.per_user else None)
+        store.mark_attention(server.identifier, reason_of(exc), tuple(scopes))
     except Exception:
         logger.warning("could not mark MCP server %s as needing reconnect", server.identifier, exc_info=True)
         return False

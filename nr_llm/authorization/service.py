@@ -45,7 +45,7 @@ from ..mcp.wire.errors import McpTransportError
 from ..mcp.wire.text import clean
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
 from ..servers import credentials
-from .models import OAuthGrantRecord, PendingAuthorization
+from .models import GrantFields, OAuthGrantRecord, PendingAuthorization, UserGrantRecord
 from .store import DatabaseGrantStore
 
 PENDING_SECONDS = 600
@@ -71,6 +71,11 @@ def redirect_uri() -> str:
     return _public_url(reverse("admin:nr_llm_oauth_callback"))
 
 
+def user_redirect_uri() -> str:
+    """The callback of a user's own Connect (per-user servers; the site includes its URLs)."""
+    return _public_url(reverse("nr_llm_connect_callback"))
+
+
 def metadata_document_url(server: McpServer) -> str:
     return _public_url(reverse("nr_llm_oauth_client_metadata", args=[server.identifier]))
 
@@ -92,7 +97,9 @@ def client_config(server: McpServer, *, with_redirect: bool = True) -> ClientCon
     authorization_code = server.oauth_grant_type == OAuthGrantType.AUTHORIZATION_CODE
     return ClientConfig(
         grant="authorization_code" if authorization_code else "client_credentials",
-        redirect_uri=redirect_uri() if with_redirect and authorization_code else None,
+        redirect_uri=(user_redirect_uri() if server.per_user else redirect_uri())
+        if with_redirect and authorization_code
+        else None,
         client_id=server.oauth_client_id or None if preregistered else None,
         issuer=server.oauth_issuer or None if preregistered else None,
         client_secret=_decrypted(server.oauth_client_secret_ciphertext) if preregistered else None,
@@ -101,15 +108,17 @@ def client_config(server: McpServer, *, with_redirect: bool = True) -> ClientCon
         client_metadata_url=metadata_document_url(server) if metadata else None,
         client_name=f"nr-llm ({server.identifier})",
         scopes=tuple(server.oauth_scopes.split()) or None,
+        dpop=server.oauth_dpop,
     )
 
 
-def oauth_settings(server: McpServer) -> OAuthSettings:
-    """What an MCP operation against ``server`` needs to get and renew its token."""
-    return OAuthSettings(config=client_config(server, with_redirect=False), store=DatabaseGrantStore())
+def oauth_settings(server: McpServer, user_id: int | None = None) -> OAuthSettings:
+    """What an MCP operation against ``server`` needs to get and renew its token: the shared
+    grant, or with ``user_id`` (a per-user server) that user's own."""
+    return OAuthSettings(config=client_config(server, with_redirect=False), store=DatabaseGrantStore(user_id))
 
 
-def _scopes_to_keep(record: OAuthGrantRecord | None) -> tuple[str, ...]:
+def _scopes_to_keep(record: GrantFields | None) -> tuple[str, ...]:
     """What a reconnect must ask for beyond the configured scopes: what is granted now, and
     what a call found missing (a 403 insufficient_scope), else the step-up fails again."""
     if record is None:
@@ -117,7 +126,7 @@ def _scopes_to_keep(record: OAuthGrantRecord | None) -> tuple[str, ...]:
     return union(record.granted_scopes.split(), record.attention_scopes.split())
 
 
-def _challenge(legs: OAuthLegs, server: McpServer, record: OAuthGrantRecord | None) -> Challenge:
+def _challenge(legs: OAuthLegs, server: McpServer, record: GrantFields | None) -> Challenge:
     """What the MCP server's own challenge says (its metadata URL, its scopes), as the
     specification starts a flow; the metadata URL an earlier grant found stands in when the
     server answers without one (a server may publish it only in its challenge)."""
@@ -140,13 +149,23 @@ def _legs(server: McpServer) -> OAuthLegs:
     )
 
 
-def start_connect(server: McpServer, user: Any) -> str:
-    """Discover, register if needed, keep the pending authorization; the URL to send the browser to."""
+def start_connect(server: McpServer, user: Any, *, for_user: bool = False) -> str:
+    """Discover, register if needed, keep the pending authorization; the URL to send the browser to.
+
+    ``for_user``: a user connecting their own account of a per-user server (an operator's
+    Connect in the admin is for the shared grant only, and the other way round)."""
     if not server.uses_oauth or server.oauth_grant_type != OAuthGrantType.AUTHORIZATION_CODE:
         raise ConnectRefused(f"{server.identifier} does not use the OAuth authorization code grant.", server)
+    if for_user != server.per_user:
+        where = "by each user on the site" if server.per_user else "by an operator in the admin"
+        raise ConnectRefused(f"{server.identifier} is connected {where}.", server)
     try:
         config = client_config(server)
-        record = OAuthGrantRecord.objects.filter(server=server).first()
+        record: GrantFields | None
+        if for_user:
+            record = UserGrantRecord.objects.filter(server=server, user=user).first()
+        else:
+            record = OAuthGrantRecord.objects.filter(server=server).first()
         legs = _legs(server)
         with legs:
             challenge = _challenge(legs, server, record)
@@ -171,11 +190,12 @@ def start_connect(server: McpServer, user: Any) -> str:
         user=user,
         payload_ciphertext=credentials.encrypt(json.dumps(started.pending.as_dict())),
         created=timezone.now(),
+        for_user=for_user,
     )
     return started.url
 
 
-def finish_connect(user: Any, query: dict[str, str]) -> Connected:
+def finish_connect(user: Any, query: dict[str, str], *, for_user: bool = False) -> Connected:
     """Check the callback and exchange its code; raises ``ConnectRefused`` with nothing stored."""
     state = query.get("state", "")
     if not state:
@@ -198,6 +218,13 @@ def finish_connect(user: Any, query: dict[str, str]) -> Connected:
     server = row.server
     if row.user_id != user.pk:
         raise ConnectRefused("This authorization was started by another user; nothing was stored.", server)
+    if row.for_user != for_user or server.per_user != for_user:
+        # A user's state at the admin's callback, or the other way round, or a mode changed meanwhile.
+        raise ConnectRefused(
+            "This authorization does not belong to this callback (or the server's mode changed); "
+            "nothing was stored.",
+            server,
+        )
     if timezone.now() - row.created > timedelta(seconds=PENDING_SECONDS):
         raise ConnectRefused(
             f"The authorization of {server.identifier} took longer than {PENDING_SECONDS // 60} minutes "
@@ -231,7 +258,7 @@ def finish_connect(user: Any, query: dict[str, str]) -> Connected:
         raise ConnectRefused(
             f"Connecting {server.identifier} failed: {exc} Nothing was stored.", server
         ) from exc
-    return _keep(server, grant)
+    return _keep(server, grant, user.pk if for_user else None)
 
 
 def connect_client_credentials(server: McpServer) -> Connected:
@@ -256,9 +283,9 @@ def connect_client_credentials(server: McpServer) -> Connected:
     return _keep(server, grant)
 
 
-def _keep(server: McpServer, grant: Grant) -> Connected:
+def _keep(server: McpServer, grant: Grant, user_id: int | None = None) -> Connected:
     try:
-        DatabaseGrantStore().save(server.identifier, grant)
+        DatabaseGrantStore(user_id).save(server.identifier, grant)
     except McpTransportError as exc:
         message = f"Connecting {server.identifier} failed: {exc} Nothing was stored."
         raise ConnectRefused(message, server) from exc
@@ -272,9 +299,10 @@ class Disconnected:
     note: str
 
 
-def disconnect(server: McpServer) -> Disconnected:
-    """Forget the tokens, after revoking them where the authorization server advertises it."""
-    store = DatabaseGrantStore()
+def disconnect(server: McpServer, user_id: int | None = None) -> Disconnected:
+    """Forget the tokens (the shared grant, or with ``user_id`` that user's own), after revoking
+    them where the authorization server advertises it."""
+    store = DatabaseGrantStore(user_id)
     note = "no grant was stored"
     revoked = False
     try:

@@ -18,6 +18,12 @@ Three rules from the issues shape it:
   block around a tool call, ``ATOMIC_REQUESTS``) must not take the new one with it. A
   save (or the commit that ends the lock) that fails is raised to the caller.
 
+A per-user server keeps one row per (server, user) (``UserGrantRecord``): the store is then
+built for one user (``DatabaseGrantStore(user_id=…)``), every read, write and lock is that
+row's, and the process lock is keyed by (server, user), so two users' refreshes never wait
+for each other and no call ever reads another user's row. The client registration stays the
+server's (one client for the whole site, on the shared row).
+
 Both need a transaction that is not the caller's (``nr_llm.own_transaction``): the store's
 writes run on a thread of their own, whose transaction commits whatever the calling thread
 later does with its own.
@@ -29,14 +35,15 @@ import contextlib
 import json
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from ..mcp.oauth import ClientRegistration, Grant
@@ -46,9 +53,27 @@ from ..mcp.wire.errors import AuthorizationError, McpTransportError
 from ..models import McpServer
 from ..own_transaction import run_in_own_transaction
 from ..servers import credentials
-from .models import OAuthGrantRecord
+from .models import GrantFields, OAuthGrantRecord, UserGrantRecord
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Whose grant row: the server's shared one (``user_id`` None), or one user's."""
+
+    server: str
+    user_id: int | None = None
+
+    @property
+    def lock_key(self) -> Hashable:
+        return self.server if self.user_id is None else (self.server, self.user_id)
+
+    def rows(self) -> QuerySet[Any]:
+        if self.user_id is None:
+            return OAuthGrantRecord.objects.filter(server__identifier=self.server)
+        return UserGrantRecord.objects.filter(server__identifier=self.server, user_id=self.user_id)
+
 
 # One per process: every DatabaseGrantStore of the process shares them.
 _SERVER_LOCKS = ServerLocks()
@@ -65,8 +90,9 @@ class _LockHolder:
     hold the database's lock meanwhile): each call commits on its own.
     """
 
-    def __init__(self, server: str, deadline: OperationDeadline) -> None:
-        self._server = server
+    def __init__(self, owner: Owner, deadline: OperationDeadline) -> None:
+        self._owner = owner
+        self._server = owner.server
         self._deadline = deadline
         self._jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = queue.Queue()
         self._locked: Future[None] = Future()
@@ -110,7 +136,7 @@ class _LockHolder:
             if connection.features.has_select_for_update:
                 with transaction.atomic():
                     _bound_lock_wait(self._wait)
-                    _locked_record(self._server)
+                    _locked_record(self._owner)
                     self._locked.set_result(None)
                     self._serve(each_in_own_transaction=False)
             else:
@@ -149,11 +175,12 @@ def _bound_lock_wait(seconds: float) -> None:
             cursor.execute(f"PRAGMA busy_timeout = {milliseconds}")
 
 
-def _locked_record(server: str) -> OAuthGrantRecord:
+def _locked_record(owner: Owner) -> GrantFields:
     # The grant row only (created first if missing): locking the server row would also hold
     # up every other write to it (health, the admin) for the length of a refresh.
-    record = _ensure_record(server)
-    return OAuthGrantRecord.objects.select_for_update().get(pk=record.pk)
+    record = _ensure_record(owner)
+    locked: GrantFields = _rows_of(record).select_for_update().get(pk=record.pk)
+    return locked
 
 
 @contextlib.contextmanager
@@ -187,34 +214,43 @@ def _typed(exc: DatabaseError, server: str, deadline: OperationDeadline | None) 
 
 
 class DatabaseGrantStore:
-    """``GrantStore`` for the Django app: one ``OAuthGrantRecord`` per server, secrets encrypted."""
+    """``GrantStore`` for the Django app: one ``OAuthGrantRecord`` per server, or with ``user_id``
+    that user's ``UserGrantRecord`` of each server; secrets encrypted."""
 
-    def __init__(self) -> None:
+    def __init__(self, user_id: int | None = None) -> None:
+        self.user_id = user_id
         # By thread and server: a store shared by threads routes each one's calls to its own lock.
         self._holders: dict[tuple[int, str], _LockHolder] = {}
         self._guard = threading.Lock()
 
     # -- the protocol ------------------------------------------------------------------
 
+    def _owner(self, server: str) -> Owner:
+        return Owner(server, self.user_id)
+
     def load(self, server: str) -> Grant | None:
-        return self._in_lock_or_not(server, lambda: _grant_of(_record(server)))
+        owner = self._owner(server)
+        return self._in_lock_or_not(server, lambda: _grant_of(_record(owner)))
 
     def save(self, server: str, grant: Grant) -> None:
-        self._in_lock_or_own(server, lambda: _write_grant(server, grant))
+        owner = self._owner(server)
+        self._in_lock_or_own(server, lambda: _write_grant(owner, grant))
 
     def forget(self, server: str) -> None:
-        self._in_lock_or_own(server, lambda: _forget(server))
+        owner = self._owner(server)
+        self._in_lock_or_own(server, lambda: _forget(owner))
 
     def load_registration(self, server: str, issuer: str) -> ClientRegistration | None:
+        # The server's client, shared by its users: registered once, on the shared row.
         def read() -> ClientRegistration | None:
-            registration = _registration_of(_record(server))
+            registration = _registration_of(_record(Owner(server)))
             return registration if registration is not None and registration.issuer == issuer else None
 
         return self._in_lock_or_not(server, read)
 
     def save_registration(self, server: str, registration: ClientRegistration) -> None:
         def write() -> None:
-            record = _ensure_record(server)
+            record = _ensure_record(Owner(server))
             OAuthGrantRecord.objects.filter(pk=record.pk).update(
                 registration_ciphertext=_encrypt_json(asdict(registration))
             )
@@ -227,7 +263,8 @@ class DatabaseGrantStore:
         with self._guard:
             if key in self._holders:
                 raise RuntimeError("exclusive() is not re-entrant for one server")
-        with _SERVER_LOCKS.holding(server, deadline, server), _LockHolder(server, deadline) as holder:
+        owner = self._owner(server)
+        with _SERVER_LOCKS.holding(owner.lock_key, deadline, server), _LockHolder(owner, deadline) as holder:
             with self._guard:
                 self._holders[key] = holder
             try:
@@ -241,9 +278,11 @@ class DatabaseGrantStore:
     def mark_attention(self, server: str, reason: str, scopes: tuple[str, ...]) -> None:
         """Remember that ``server`` needs an operator (shown as "needs reconnect")."""
 
+        owner = self._owner(server)
+
         def write() -> None:
-            record = _ensure_record(server)
-            OAuthGrantRecord.objects.filter(pk=record.pk).update(
+            record = _ensure_record(owner)
+            _rows_of(record).filter(pk=record.pk).update(
                 attention_reason=reason[:32],
                 attention_scopes=" ".join(scopes)[:1000],
                 attention_since=timezone.now(),
@@ -274,19 +313,30 @@ class DatabaseGrantStore:
             return run_in_own_transaction(work, name="nr-llm-grant-store")
 
 
-def _record(server: str) -> OAuthGrantRecord | None:
-    return OAuthGrantRecord.objects.filter(server__identifier=server).first()
-
-
-def _ensure_record(server: str) -> OAuthGrantRecord:
-    server_pk = McpServer.objects.values_list("pk", flat=True).get(identifier=server)
-    record, _ = OAuthGrantRecord.objects.get_or_create(server_id=server_pk)
+def _record(owner: Owner) -> GrantFields | None:
+    record: GrantFields | None = owner.rows().first()
     return record
 
 
-def _write_grant(server: str, grant: Grant) -> None:
-    record = _ensure_record(server)
-    OAuthGrantRecord.objects.filter(pk=record.pk).update(
+def _ensure_record(owner: Owner) -> GrantFields:
+    server_pk = McpServer.objects.values_list("pk", flat=True).get(identifier=owner.server)
+    if owner.user_id is None:
+        shared, _ = OAuthGrantRecord.objects.get_or_create(server_id=server_pk)
+        return shared
+    # A user deleted meanwhile makes this an IntegrityError: a typed grant_store failure.
+    own, _ = UserGrantRecord.objects.get_or_create(server_id=server_pk, user_id=owner.user_id)
+    return own
+
+
+def _rows_of(record: GrantFields) -> QuerySet[Any]:
+    if isinstance(record, UserGrantRecord):
+        return UserGrantRecord.objects.all()
+    return OAuthGrantRecord.objects.all()
+
+
+def _write_grant(owner: Owner, grant: Grant) -> None:
+    record = _ensure_record(owner)
+    _rows_of(record).filter(pk=record.pk).update(
         access_token_ciphertext=credentials.encrypt(grant.access_token),
         refresh_token_ciphertext=credentials.encrypt(grant.refresh_token) if grant.refresh_token else "",
         registration_ciphertext=_encrypt_json(asdict(grant.client)),
@@ -304,11 +354,16 @@ def _write_grant(server: str, grant: Grant) -> None:
         attention_reason="",
         attention_scopes="",
         attention_since=None,
+        token_type=grant.token_type if grant.token_type != "Bearer" else "",
+        dpop_key_ciphertext=credentials.encrypt(grant.dpop_key) if grant.dpop_key else "",
     )
 
 
-def _forget(server: str) -> None:
-    OAuthGrantRecord.objects.filter(server__identifier=server).update(
+def _forget(owner: Owner) -> None:
+    if owner.user_id is not None:
+        owner.rows().delete()  # a user's row holds nothing worth keeping without its tokens
+        return
+    owner.rows().update(
         access_token_ciphertext="",
         refresh_token_ciphertext="",
         expires_at=None,
@@ -318,10 +373,12 @@ def _forget(server: str) -> None:
         attention_reason="",
         attention_scopes="",
         attention_since=None,
+        token_type="",
+        dpop_key_ciphertext="",
     )
 
 
-def _grant_of(record: OAuthGrantRecord | None) -> Grant | None:
+def _grant_of(record: GrantFields | None) -> Grant | None:
     if record is None or not record.access_token_ciphertext:
         return None
     registration = _registration_of(record)
@@ -341,10 +398,12 @@ def _grant_of(record: OAuthGrantRecord | None) -> Grant | None:
         grant_type=record.grant_type or "authorization_code",
         mcp_url=record.mcp_url,
         resource_metadata=record.resource_metadata or None,
+        token_type=record.token_type or "Bearer",
+        dpop_key=credentials.decrypt(record.dpop_key_ciphertext) if record.dpop_key_ciphertext else None,
     )
 
 
-def _registration_of(record: OAuthGrantRecord | None) -> ClientRegistration | None:
+def _registration_of(record: GrantFields | None) -> ClientRegistration | None:
     if record is None or not record.registration_ciphertext:
         return None
     data = json.loads(credentials.decrypt(record.registration_ciphertext))

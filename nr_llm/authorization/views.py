@@ -134,7 +134,7 @@ def client_metadata_document(request: HttpRequest, identifier: str) -> JsonRespo
     document = {
         "client_id": url,
         "client_name": f"nr-llm ({server.identifier})",
-        "redirect_uris": [service.redirect_uri()],
+        "redirect_uris": [service.user_redirect_uri() if server.per_user else service.redirect_uri()],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",

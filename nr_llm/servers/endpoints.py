@@ -16,9 +16,11 @@ from .credentials import CredentialUnavailable
 from .health import HealthRecorder
 
 
-def endpoint_for(server: McpServer) -> Endpoint:
+def endpoint_for(server: McpServer, *, user_id: int | None = None) -> Endpoint:
+    """``user_id``: whose grant, on a per-user server (resolve it with
+    ``nr_llm.authorization.actors.resolve``, which also says when there is none)."""
     if server.uses_oauth:
-        return _oauth_endpoint(server)
+        return _oauth_endpoint(server, user_id)
     credential: str | None = None
     problem = ""
     try:
@@ -48,14 +50,24 @@ def mcp_client() -> McpClient:
     )
 
 
-def _oauth_endpoint(server: McpServer) -> Endpoint:
+def _oauth_endpoint(server: McpServer, user_id: int | None) -> Endpoint:
     """The bearer token comes from the stored grant (``Endpoint.oauth``), renewed as needed."""
     # Imported here: the authorization package's store imports the models this module's
     # callers are still loading.
     from ..authorization.service import oauth_settings
 
+    if server.per_user and user_id is None:
+        # Fail closed: a per-user server acts as its actor or not at all, never through a
+        # shared grant (one may be left over from before the operator changed the mode).
+        return Endpoint(
+            identifier=server.identifier,
+            url=server.url,
+            budget_seconds=server.budget_seconds,
+            auth_placement="bearer",
+            credential_problem="it is a per-user server and this operation names no user",
+        )
     try:
-        settings = oauth_settings(server)
+        settings = oauth_settings(server, None if not server.per_user else user_id)
     except CredentialUnavailable as exc:
         # Fail closed: a bearer placement with no credential is refused before any request.
         return Endpoint(

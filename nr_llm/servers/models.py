@@ -20,6 +20,7 @@ from ..vocabulary import (
     ImportStatus,
     ImportTaskState,
     OAuthGrantType,
+    OAuthMode,
     OAuthRegistration,
 )
 from . import credentials
@@ -69,6 +70,20 @@ class McpServer(models.Model):
         max_length=32,
         choices=OAuthGrantType.choices,
         default=OAuthGrantType.AUTHORIZATION_CODE,
+    )
+    oauth_mode = models.CharField(
+        "authorization mode",
+        max_length=16,
+        choices=OAuthMode.choices,
+        default=OAuthMode.SHARED,
+        help_text="Per user: each call acts with its actor's own grant; a user without one is sent "
+        "to connect their account, and the server is not contacted.",
+    )
+    oauth_dpop = models.BooleanField(
+        "DPoP-bound tokens",
+        default=False,
+        help_text="Bind tokens to a key of each grant's own (RFC 9449); the authorization server must "
+        "support DPoP with ES256.",
     )
     oauth_registration = models.CharField(
         "client registration",
@@ -186,6 +201,11 @@ class McpServer(models.Model):
             raise ValidationError(
                 {"oauth_registration": "A client ID metadata document is for the authorization code grant."}
             )
+        code_grant = self.oauth_grant_type == OAuthGrantType.AUTHORIZATION_CODE
+        if self.oauth_mode == OAuthMode.PER_USER and not code_grant:
+            raise ValidationError(
+                {"oauth_mode": "Each user connects their own account: that needs the authorization code."}
+            )
         if (
             self.oauth_grant_type == OAuthGrantType.CLIENT_CREDENTIALS
             and self.oauth_registration == OAuthRegistration.PREREGISTERED
@@ -198,6 +218,11 @@ class McpServer(models.Model):
     @property
     def uses_oauth(self) -> bool:
         return self.auth_placement == AuthPlacement.OAUTH
+
+    @property
+    def per_user(self) -> bool:
+        """Whether each call acts with its actor's own grant (an OAuth server in per-user mode)."""
+        return self.uses_oauth and self.oauth_mode == OAuthMode.PER_USER
 
     @property
     def budget_seconds(self) -> float:

@@ -10,7 +10,9 @@ credentials scenarios need no person: the client authorizes inside the call.
 from __future__ import annotations
 
 import socket
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -59,6 +61,25 @@ def pin_localhost_to_ipv4() -> None:
 def config_for(scenario: str, context: dict[str, Any], url: str) -> ClientConfig:
     """The operator's configuration a scenario implies (its context carries pre-registered credentials)."""
     issuer = registered_issuer(url) if context.get("client_id") else None
+    if scenario == "auth/enterprise-managed-authorization":
+        # The site's hook hands over the signed-in user's ID token (here: the scenario's).
+        id_token = context.get("idp_id_token")
+        return ClientConfig(
+            grant="enterprise",
+            client_id=context.get("client_id"),
+            client_secret=context.get("client_secret"),
+            issuer=issuer,
+            idp_token_endpoint=context.get("idp_token_endpoint"),
+            idp_client_id=context.get("idp_client_id"),
+            identity_token=lambda: id_token,
+        )
+    if scenario == "auth/wif-jwt-bearer":
+        # The platform mounts the workload's JWT in a file, as a Kubernetes projected token.
+        mounted = Path(tempfile.mkdtemp(prefix="wif-")) / "token"
+        mounted.write_text(str(context.get("valid_jwt") or ""))
+        return ClientConfig(
+            grant="workload", client_id=context.get("client_id"), issuer=issuer, assertion_file=str(mounted)
+        )
     if "client-credentials" in scenario:
         return ClientConfig(
             grant="client_credentials",
@@ -73,6 +94,7 @@ def config_for(scenario: str, context: dict[str, Any], url: str) -> ClientConfig
         client_secret=context.get("client_secret"),
         client_metadata_url=CLIENT_METADATA_URL,
         issuer=issuer,
+        dpop=scenario.startswith("auth/dpop"),
     )
 
 

@@ -34,7 +34,12 @@ PUBLIC_BASE_URL = "https://conformance-test.local"
 
 
 def wanted() -> bool:
-    return os.environ.get(ENV) == "django"
+    return os.environ.get(ENV) in ("django", "django-per-user")
+
+
+def per_user() -> bool:
+    """The server in per-user mode: a site user (not an operator) connects their own account."""
+    return os.environ.get(ENV) == "django-per-user"
 
 
 def configure() -> None:
@@ -81,6 +86,8 @@ def server_for(run: Run) -> McpServer:
         oauth_issuer=(auth.registered_issuer(run.endpoint.url) or "") if client_id else "",
         data_class=DataClass.PUBLIC_CONTENT,
         enabled=True,
+        oauth_dpop=run.scenario.startswith("auth/dpop"),
+        oauth_mode="per_user" if per_user() else "shared",
     )
     # As McpServerForm stores them: never in clear text.
     if secret := context.get("client_secret"):
@@ -97,8 +104,8 @@ def operator_connect(run: Run, server: McpServer, user: Any) -> Callable[[Any], 
     from nr_llm.authorization import service
 
     def connect(_required: Any) -> None:
-        callback = auth.browse(run, service.start_connect(server, user))
-        connected = service.finish_connect(user, callback)
+        callback = auth.browse(run, service.start_connect(server, user, for_user=per_user()))
+        connected = service.finish_connect(user, callback, for_user=per_user())
         run.say(f"connected: scopes {' '.join(connected.scopes) or '(none)'}")
 
     return connect
@@ -115,7 +122,8 @@ def authorize_and(work: Callable[[Run], None], run: Run) -> None:
     server = server_for(run)
     operator = get_user_model().objects.create_user("operator", is_staff=True)
     run.client = mcp_client()
-    run.endpoint = endpoint_for(server)
+    # Per user: the endpoint actors.resolve gives the user once connected (their own grant).
+    run.endpoint = endpoint_for(server, user_id=operator.pk if per_user() else None)
     run.say(f"through the Django app: {server.oauth_grant_type}, {server.oauth_registration}")
     auth.with_operator(
         work,

@@ -102,6 +102,11 @@ SCENARIOS = [
     ("0.2.0-alpha.12", "auth/metadata-issuer-mismatch", "2026-07-28"),
     ("0.2.0-alpha.12", "auth/client-credentials-jwt", None),
     ("0.2.0-alpha.12", "auth/client-credentials-basic", None),
+    # Authorization extensions (issue 43), each an operator's opt-in per server.
+    ("0.2.0-alpha.12", "auth/dpop", None),
+    ("0.2.0-alpha.12", "auth/dpop-nonce", None),
+    ("0.2.0-alpha.12", "auth/enterprise-managed-authorization", None),
+    ("0.2.0-alpha.12", "auth/wif-jwt-bearer", None),
 ]
 
 
@@ -152,6 +157,8 @@ THROUGH_DJANGO = [
     ("0.2.0-alpha.12", "auth/client-credentials-basic", None),
     ("0.2.0-alpha.12", "auth/pre-registration", "2025-11-25"),
     ("0.2.0-alpha.12", "auth/pre-registration", "2026-07-28"),
+    ("0.2.0-alpha.12", "auth/dpop", None),
+    ("0.2.0-alpha.12", "auth/dpop-nonce", None),
 ]
 # The token exchange's secrets as the suite's checks show them on the wire.
 SECRET_FIELDS = ("access_token", "refresh_token", "client_secret", "client_assertion", "code_verifier")
@@ -159,8 +166,10 @@ SECRET_FIELDS = ("access_token", "refresh_token", "client_secret", "client_asser
 CONTEXT_LINE = "With context: "
 
 
-def through_django(version: str, scenario: str, spec_version: str | None) -> ScenarioRun:
-    return run_scenario(version, scenario, spec_version=spec_version, extra_env={django_app.ENV: "django"})
+def through_django(
+    version: str, scenario: str, spec_version: str | None, *, mode: str = "django"
+) -> ScenarioRun:
+    return run_scenario(version, scenario, spec_version=spec_version, extra_env={django_app.ENV: mode})
 
 
 def secrets_seen(run: ScenarioRun) -> set[str]:
@@ -216,4 +225,29 @@ def test_basic_cimd_through_the_django_app_uses_the_apps_own_document_url(versio
     passed = {check["id"] for check in run.checks if check.get("status") == "SUCCESS"}
     assert {"authorization-request", "token-request"} <= passed, run.explain()
     assert "called test-tool: is_error=False" in run.driver_output, run.explain()
+    assert_nothing_secret_printed(run)
+
+
+# Per-user mode: a site user's own Connect (service.start_connect(for_user=True)), the grant in
+# that user's UserGrantRecord, and with DPoP its key stored encrypted beside the tokens.
+PER_USER = [
+    ("0.2.0-alpha.12", "auth/metadata-default", "2026-07-28"),
+    ("0.2.0-alpha.12", "auth/pre-registration", "2026-07-28"),
+    ("0.2.0-alpha.12", "auth/dpop-nonce", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("version", "scenario", "spec_version"),
+    PER_USER,
+    ids=[f"{version}-{scenario}-{spec}" for version, scenario, spec in PER_USER],
+)
+def test_scenario_passes_through_a_users_own_grant(
+    version: str, scenario: str, spec_version: str | None
+) -> None:
+    """As test_scenario_passes_through_the_django_app, with the server per user."""
+    run = through_django(version, scenario, spec_version, mode="django-per-user")
+    assert run.checks, f"the suite recorded no checks:\n{run.output[-4000:]}"
+    assert not run.problems, run.explain()
+    assert run.returncode == 0, run.explain()
     assert_nothing_secret_printed(run)

@@ -10,8 +10,9 @@ The rule: this package imports ``nr_llm.mcp.wire`` only, never ``nr_llm.mcp.prot
 Django). The protocol uses it through this module alone: what it needs is named here.
 """
 
-from .challenge import Challenge, parse_challenge
+from .challenge import Challenge, NonceChallenge, challenge_error, parse_challenge
 from .discovery import AuthorizationServer, Discovered, ProtectedResource, discover, probe_challenge
+from .dpop import DpopKey
 from .grants import (
     AuthorizationStart,
     PendingAuthorization,
@@ -29,9 +30,12 @@ __all__ = [
     "AuthorizationServer",
     "AuthorizationStart",
     "Challenge",
+    "NonceChallenge",
+    "challenge_error",
     "ClientConfig",
     "ClientRegistration",
     "Discovered",
+    "DpopKey",
     "Grant",
     "GrantStore",
     "MemoryGrantStore",

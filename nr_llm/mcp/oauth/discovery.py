@@ -48,6 +48,8 @@ class AuthorizationServer:
     iss_parameter_supported: bool = False
     client_id_metadata_document_supported: bool = False
     revocation_endpoint: str | None = None
+    # RFC 9449 §5.1; None: not advertised.
+    dpop_algorithms: tuple[str, ...] | None = None
     # False for the 2025-03-26 defaults, when no metadata document was found at all.
     from_metadata: bool = True
 
@@ -275,6 +277,7 @@ def _parse_server(server: str, body: dict[str, Any], issuer: str) -> Authorizati
         iss_parameter_supported=body.get("authorization_response_iss_parameter_supported") is True,
         client_id_metadata_document_supported=body.get("client_id_metadata_document_supported") is True,
         revocation_endpoint=nonempty(body.get("revocation_endpoint")),
+        dpop_algorithms=_strings(body.get("dpop_signing_alg_values_supported")),
     )
 
 

@@ -27,8 +27,10 @@ from urllib.parse import urlencode, urlsplit
 from ..wire.errors import AuthorizationError
 from ..wire.text import clean
 from .discovery import Discovered, discover, nonempty, server_changed, server_metadata
-from .identity import ClientConfig, WallClock, authenticate, client_for, not_configured
-from .legs import OAuthLegs, vet_url
+from .dpop import NONCE_ERROR, DpopKey, server_nonce, supports_es256, usable_key
+from .federation import identity_assertion, workload_assertion
+from .identity import JWT_BEARER, ClientConfig, WallClock, authenticate, client_for, not_configured
+from .legs import Answer, OAuthLegs, vet_url
 from .scopes import select_scopes, union
 from .sealed import Sealed, sealed
 from .store import ClientRegistration, Grant, GrantStore
@@ -173,7 +175,10 @@ def finish_authorization(
         code_verifier=pending.code_verifier,
         resource=pending.resource,
     )
-    answer = token_request(legs, pending.token_endpoint, pending.client, config, wall, form, refresh=False)
+    key = DpopKey.generate() if config.dpop else None
+    answer = token_request(
+        legs, pending.token_endpoint, pending.client, config, wall, form, refresh=False, dpop=key
+    )
     return grant_from(
         answer,
         wall,
@@ -186,6 +191,7 @@ def finish_authorization(
         server=legs.server,
         mcp_url=pending.mcp_url,
         resource_metadata=pending.resource_metadata,
+        dpop=key,
     )
 
 
@@ -202,7 +208,8 @@ def client_credentials(
     pinned_issuer: str | None = None,
     pinned_token_endpoint: str | None = None,
 ) -> Grant:
-    """A token for the client itself (no person, no refresh token needed).
+    """A token obtained with no person: client credentials, or a JWT bearer assertion a
+    workload platform or an enterprise identity provider vouches for (federation.py).
 
     A renewal names the grant's pinned issuer and token endpoint: metadata that now names
     another token endpoint is ``server_changed``, and the secret is not sent at all.
@@ -215,10 +222,20 @@ def client_credentials(
         )
     scopes = _scopes(config, found, challenged_scopes, previous_scopes, wants_refresh=False)
     client = client_for(legs, config, found.server, store, scopes, wall)
-    form = Sealed(grant_type="client_credentials", resource=found.resource)
+    key = _dpop_key(legs.server, config, found)
+    if config.grant == "workload":
+        form = Sealed(grant_type=JWT_BEARER, assertion=workload_assertion(config, legs.server))
+    elif config.grant == "enterprise":
+        jag = identity_assertion(legs, config, found.server.issuer, found.resource, scopes)
+        form = Sealed(grant_type=JWT_BEARER, assertion=jag)
+    else:
+        form = Sealed(grant_type="client_credentials")
+    form["resource"] = found.resource
     if scopes:
         form["scope"] = " ".join(scopes)
-    answer = token_request(legs, found.server.token_endpoint, client, config, wall, form, refresh=False)
+    answer = token_request(
+        legs, found.server.token_endpoint, client, config, wall, form, refresh=False, dpop=key
+    )
     return grant_from(
         answer,
         wall,
@@ -227,10 +244,11 @@ def client_credentials(
         resource=found.resource,
         client=client,
         requested=scopes,
-        grant_type="client_credentials",
+        grant_type=config.grant,
         server=legs.server,
         mcp_url=mcp_url,
         resource_metadata=found.metadata_url,
+        dpop=key,
     )
 
 
@@ -246,7 +264,11 @@ def refresh(legs: OAuthLegs, grant: Grant, config: ClientConfig, wall: WallClock
             scopes=grant.scopes,
         )
     form = Sealed(grant_type="refresh_token", refresh_token=grant.refresh_token, resource=grant.resource)
-    answer = token_request(legs, grant.token_endpoint, grant.client, config, wall, form, refresh=True)
+    # The grant's own key: a bound refresh token is refused with any other (RFC 9449 §5).
+    key = usable_key(grant.dpop_key, legs.server)
+    answer = token_request(
+        legs, grant.token_endpoint, grant.client, config, wall, form, refresh=True, dpop=key
+    )
     renewed = grant_from(
         answer,
         wall,
@@ -259,6 +281,7 @@ def refresh(legs: OAuthLegs, grant: Grant, config: ClientConfig, wall: WallClock
         server=legs.server,
         mcp_url=grant.mcp_url,
         resource_metadata=grant.resource_metadata,
+        dpop=key,
     )
     if renewed.refresh_token is None:
         # Not rotated: the old refresh token stays valid (RFC 6749 §6).
@@ -283,10 +306,19 @@ def token_request(
     form: Mapping[str, str],
     *,
     refresh: bool,
+    dpop: DpopKey | None = None,
 ) -> TokenAnswer:
-    auth_form, headers = authenticate(client, config, wall, legs.server)
-    form = Sealed(form, **auth_form)
-    status, body = sealed(legs.post_form(token_endpoint, "token endpoint", form, headers))
+    """One token request; with a DPoP key, its proof, and once more with the server's nonce
+    when it asks for one (a 400 ``use_dpop_nonce``: the grant was not looked at)."""
+    nonce: str | None = None
+    while True:
+        answer = _post_token(legs, token_endpoint, client, config, wall, form, dpop, nonce)
+        status, body = sealed(answer)
+        if dpop is None or nonce is not None or status != 400 or body.get("error") != NONCE_ERROR:
+            break
+        nonce = server_nonce(_header(answer, "DPoP-Nonce"))
+        if nonce is None:
+            break
     if status == 200 and isinstance(body.get("access_token"), str) and body["access_token"]:
         return TokenAnswer(status, body)
     error = body.get("error")
@@ -307,6 +339,40 @@ def token_request(
     )
 
 
+def _post_token(
+    legs: OAuthLegs,
+    token_endpoint: str,
+    client: ClientRegistration,
+    config: ClientConfig,
+    wall: WallClock,
+    form: Mapping[str, str],
+    dpop: DpopKey | None,
+    nonce: str | None,
+) -> Answer:
+    # Built afresh per attempt: a client assertion and a DPoP proof are each good for one use.
+    auth_form, headers = authenticate(client, config, wall, legs.server)
+    if dpop is not None:
+        headers["DPoP"] = dpop.proof("POST", token_endpoint, wall, nonce=nonce)
+    return legs.post_form(token_endpoint, "token endpoint", Sealed(form, **auth_form), headers)
+
+
+def _header(answer: Answer, name: str) -> str | None:
+    wanted = name.lower()
+    for key, value in answer.headers.items():
+        if key.lower() == wanted:
+            return value
+    return None
+
+
+def _dpop_key(server: str, config: ClientConfig, found: Discovered) -> DpopKey | None:
+    """A new key for a new grant, where the operator asked for DPoP and the server can take it."""
+    if not config.dpop:
+        return None
+    if not supports_es256(found.server.dpop_algorithms):
+        raise _unsupported(server, "its authorization server does not accept DPoP proofs signed with ES256")
+    return DpopKey.generate()
+
+
 def grant_from(
     answer: TokenAnswer,
     wall: WallClock,
@@ -320,11 +386,17 @@ def grant_from(
     server: str,
     mcp_url: str,
     resource_metadata: str | None,
+    dpop: DpopKey | None = None,
 ) -> Grant:
     body = answer.body
     token_type = body.get("token_type")
-    if not isinstance(token_type, str) or token_type.lower() != "bearer":
-        raise _unsupported(server, "its authorization server issued a token that is not a Bearer token")
+    kind = token_type.lower() if isinstance(token_type, str) else None
+    if kind == "dpop" and dpop is None:
+        raise _unsupported(
+            server, "its authorization server issued a DPoP-bound token, and DPoP is not enabled"
+        )
+    if kind not in ("bearer", "dpop"):
+        raise _unsupported(server, "its authorization server issued a token that is neither Bearer nor DPoP")
     lifetime = body.get("expires_in")
     expires_at = None
     if isinstance(lifetime, int | float) and not isinstance(lifetime, bool) and 0 < lifetime < 10**9:
@@ -343,6 +415,9 @@ def grant_from(
         grant_type=grant_type,
         mcp_url=mcp_url,
         resource_metadata=resource_metadata,
+        # An AS may answer a proof with a Bearer token (RFC 9449 §5): not bound, sent as Bearer.
+        token_type="DPoP" if kind == "dpop" else "Bearer",
+        dpop_key=dpop.pem if dpop is not None and kind == "dpop" else None,
     )
 
 

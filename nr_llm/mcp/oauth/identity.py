@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import ipaddress
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 from urllib.parse import quote, urlsplit
@@ -31,8 +31,14 @@ from .legs import OAuthLegs
 from .sealed import Sealed, sealed
 from .store import ClientRegistration, GrantStore
 
-GrantType = Literal["authorization_code", "client_credentials"]
+# "enterprise": an ID-JAG from the user's identity provider, then the JWT bearer grant (SEP-990);
+# "workload": a JWT the platform mounts, presented with the JWT bearer grant (SEP-1933).
+GrantType = Literal["authorization_code", "client_credentials", "enterprise", "workload"]
+# The grants a client obtains on its own, inside an operation, with no person in between.
+WITHOUT_PERSON = ("client_credentials", "enterprise", "workload")
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+# RFC 7523 §2.1: an assertion presented as the authorization grant itself.
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 # Short: an intercepted assertion is useless a minute later (RFC 7523 §3, "exp").
 ASSERTION_SECONDS = 60
 
@@ -63,6 +69,22 @@ class ClientConfig:
     scopes: tuple[str, ...] | None = None
     # A preferred token endpoint authentication method for a secret; None: the AS's first.
     auth_method: str | None = None
+    # DPoP (RFC 9449): bind every token of this server to a key of its grant's own.
+    dpop: bool = False
+    # Enterprise-managed authorization: the identity provider's token endpoint and this
+    # site's client there; ``identity_token`` gives the acting user's ID token (or None).
+    idp_token_endpoint: str | None = None
+    idp_client_id: str | None = None
+    idp_client_secret: str | None = field(default=None, repr=False)
+    identity_token: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
+    # Workload identity federation: where the platform mounts the workload's JWT.
+    assertion_file: str | None = None
+    assertion_env: str | None = None
+
+    @property
+    def without_person(self) -> bool:
+        """Whether the client obtains its grant itself, inside an operation."""
+        return self.grant in WITHOUT_PERSON
 
     @property
     def lacks_issuer(self) -> bool:
@@ -176,11 +198,10 @@ def register(
             reason="unsupported",
         )
     method = _registration_method(server, config)
-    grant_types = (
-        ["authorization_code", "refresh_token"]
-        if config.grant == "authorization_code"
-        else ["client_credentials"]
-    )
+    grant_types = {
+        "authorization_code": ["authorization_code", "refresh_token"],
+        "client_credentials": ["client_credentials"],
+    }.get(config.grant, [JWT_BEARER])
     metadata: dict[str, object] = {
         "client_name": config.client_name,
         "grant_types": grant_types,

@@ -64,11 +64,16 @@ class Grant:
     expires_at: float | None = None
     refresh_token: str | None = field(default=None, repr=False)
     scopes: tuple[str, ...] = ()
-    # "authorization_code" or "client_credentials": how a lost grant can be renewed.
+    # "authorization_code", or one a client obtains with no person ("client_credentials",
+    # "enterprise", "workload"): how a lost grant can be renewed.
     grant_type: str = "authorization_code"
     # Empty for a grant from before it was recorded: the resource must then cover the URL.
     mcp_url: str = ""
     resource_metadata: str | None = None
+    # "Bearer", or "DPoP" for a token bound to ``dpop_key`` (RFC 9449), which is then sent with
+    # the DPoP scheme and a proof per request; the key (PEM) is the grant's own, never shown.
+    token_type: str = "Bearer"
+    dpop_key: str | None = field(default=None, repr=False)
 
     def fresh(self, now: float, skew: float) -> bool:
         """Usable for a request starting ``now``: unexpired with ``skew`` seconds to spare."""

@@ -42,7 +42,10 @@ from ..wire.connection import ConnectionSettings
 from ..wire.deadline import OperationDeadline
 from ..wire.errors import AuthorizationError, ChallengeError, McpTransportError
 from ..wire.redaction import Secrets
+from ..wire.sealed import Sealed
+from .challenge import NonceChallenge
 from .discovery import confirm_issuer, same_issuer
+from .dpop import DpopKey, usable_key
 from .grants import client_credentials, refresh
 from .identity import ClientConfig, WallClock, not_configured
 from .legs import OAuthLegs, SessionFactory
@@ -58,6 +61,9 @@ MAX_ATTEMPTS = 3
 # What a refresh's own leg may take once it is sent (the operation's budget if that is longer):
 # as long as a default operation, however little of its caller's budget is left.
 REFRESH_SECONDS = 20.0
+# Nonces an MCP server may ask for in one operation (one per request of a short conversation);
+# beyond, or the same nonce twice, it is looping and the operation ends.
+MAX_NONCE_RETRIES = 4
 
 
 class SystemWallClock:
@@ -101,6 +107,13 @@ class OperationTokens:
         self.legs = OAuthLegs(server, deadline, connection, session_factory=session_factory)
         self.attempts = 0
         self._refreshed_after_challenge = False
+        # The grants this operation handed a token of out, by token: a header or a proof
+        # is made for the grant that token belongs to.
+        self._held: dict[str, Grant] = {}
+        self._keys: dict[str, DpopKey] = {}
+        # The MCP server's latest DPoP nonce, and how often it asked for one (RFC 9449 §9).
+        self._nonce: str | None = None
+        self._nonce_retries = 0
 
     def close(self) -> None:
         self.legs.close()
@@ -128,7 +141,7 @@ class OperationTokens:
             return grant.access_token
         if grant.refresh_token:
             return self._refresh(grant, forced=False).access_token
-        if self.config.grant == "client_credentials":
+        if self.config.without_person:
             return self._acquire(None, None, grant).access_token
         raise self._required("refresh_refused", grant.scopes)
 
@@ -138,12 +151,14 @@ class OperationTokens:
         Raises the challenge itself when it is not about the token (a 403 without
         ``insufficient_scope``): retrying would not change the answer.
         """
+        if isinstance(challenge, NonceChallenge):
+            return self._with_nonce(challenge, sent)
         grant = self._load()
         if challenge.status == 403:
             if challenge.error != "insufficient_scope":
                 raise challenge
             wanted = union(grant.scopes if grant else (), challenge.scopes or ())
-            if self.config.grant != "client_credentials":
+            if not self.config.without_person:
                 raise self._required("insufficient_scope", wanted, challenge)
             return self._acquire(challenge, wanted, grant).access_token
         if grant is not None and sent is not None and grant.access_token != sent:
@@ -155,13 +170,59 @@ class OperationTokens:
         if grant is not None and grant.refresh_token and not self._refreshed_after_challenge:
             self._refreshed_after_challenge = True
             return self._refresh(grant, forced=True).access_token
-        if self.config.grant == "client_credentials":
+        if self.config.without_person:
             return self._acquire(challenge, challenge.scopes, grant).access_token
         raise self._required(
             "refresh_refused" if grant is not None else "not_authorized",
             challenge.scopes or (grant.scopes if grant else ()),
             challenge,
         )
+
+    def authorization(self, token: str | None) -> dict[str, str]:
+        """The ``Authorization`` header for ``token``, in the scheme its grant was issued for."""
+        if not token:
+            return Sealed()
+        grant = self._held.get(token)
+        scheme = "DPoP" if grant is not None and self._key_of(grant) is not None else "Bearer"
+        return Sealed({"Authorization": f"{scheme} {token}"})
+
+    def proof(self, method: str, url: str, token: str | None) -> dict[str, str]:
+        """The ``DPoP`` header of one MCP leg sending ``token``: a fresh proof naming this method,
+        this URL, the token's hash and the server's latest nonce; nothing for a Bearer token."""
+        grant = self._held.get(token) if token else None
+        key = self._key_of(grant) if grant is not None else None
+        if key is None:
+            return {}
+        return Sealed(DPoP=key.proof(method, url, self.wall, access_token=token, nonce=self._nonce))
+
+    def _with_nonce(self, challenge: NonceChallenge, sent: str | None) -> str:
+        """The token just refused, to send again with the server's nonce; the refusal itself
+        when that cannot help: no DPoP-bound token was sent, the nonce is the one the proof
+        already carried (a loop), or the server has asked too often in this operation."""
+        grant = self._held.get(sent) if sent else None
+        if (
+            sent is None
+            or grant is None
+            or self._key_of(grant) is None
+            or challenge.nonce == self._nonce
+            or self._nonce_retries >= MAX_NONCE_RETRIES
+        ):
+            raise challenge
+        self._nonce_retries += 1
+        self._nonce = challenge.nonce
+        return sent
+
+    def _key_of(self, grant: Grant) -> DpopKey | None:
+        if grant.token_type != "DPoP":
+            return None
+        key = self._keys.get(grant.dpop_key or "")
+        if key is None:
+            key = usable_key(grant.dpop_key, self.server)
+            if key is None:
+                # A DPoP-bound token whose key is lost cannot be presented at all.
+                raise self._required("refresh_refused", grant.scopes)
+            self._keys[key.pem] = key
+        return key
 
     def _load(self) -> Grant | None:
         """The stored grant, or a typed refusal when it is not this server's to use any more."""
@@ -290,6 +351,7 @@ class OperationTokens:
     def _hold(self, grant: Grant) -> None:
         self.secrets.add(grant.access_token)
         self.secrets.add(grant.refresh_token)
+        self._held[grant.access_token] = grant
 
     def _required(
         self, reason: str, scopes: tuple[str, ...], challenge: ChallengeError | None = None

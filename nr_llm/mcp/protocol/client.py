@@ -51,7 +51,7 @@ from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConve
 from .modern_conversation import InputResponder, ModernConversation
 from .param_headers import param_headers
 from .results import CallOutcome, ConnectionReport
-from .transport import Transport, auth_headers, bearer_header, refuse_clear_text
+from .transport import Transport, auth_headers, refuse_clear_text
 
 __all__ = ["KNOWN_PROTOCOL_VERSIONS", "MAX_PAGES", "PROTOCOL_VERSION", "InputResponder", "McpClient"]
 
@@ -384,7 +384,7 @@ class McpClient:
             if tokens is not None:
                 # A valid stored token costs nothing; an expired one is refreshed here,
                 # before the first MCP leg, from the same budget.
-                credential_headers = bearer_header(tokens.bearer())
+                credential_headers = tokens.authorization(tokens.bearer())
             yield (
                 Transport(
                     endpoint,

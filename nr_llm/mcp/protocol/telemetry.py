@@ -257,8 +257,9 @@ def _secrets(transport: Any) -> tuple[str, ...]:
     for value in getattr(transport, "auth_headers", {}).values():
         if isinstance(value, str) and value:
             found.append(value)
-            if value.startswith("Bearer "):
-                found.append(value[len("Bearer ") :])
+            scheme, _, token = value.partition(" ")
+            if scheme in ("Bearer", "DPoP") and token:
+                found.append(token)
     return tuple(found)
 
 

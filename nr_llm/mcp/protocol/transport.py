@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..oauth import parse_challenge
+from ..oauth import challenge_error
 from ..wire.connection import ConnectionSettings
 from ..wire.deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
 from ..wire.errors import ChallengeError, McpTransportError
@@ -203,7 +203,7 @@ class Transport:
                 # A 401/403 status line refused the request before it ran (resend.refused), so
                 # it may go again: with a new token or a typed error; bounded by the token source
                 # (one refresh per operation, three authorizations), each a leg of this deadline.
-                self.auth_headers = bearer_header(
+                self.auth_headers = self.authorizer.authorization(
                     self.authorizer.after_challenge(challenge, self.sent_bearer)
                 )
                 continue
@@ -230,8 +230,8 @@ class Transport:
         nothing public on the transport can stop one."""
         if self.authorizer is None:
             return None
-        value = self.auth_headers.get("Authorization", "")
-        return value[len("Bearer ") :] if value.startswith("Bearer ") else None
+        scheme, _, token = self.auth_headers.get("Authorization", "").partition(" ")
+        return token if scheme in ("Bearer", "DPoP") and token else None
 
     def _resume(
         self,
@@ -305,6 +305,9 @@ class Transport:
             # Before the credential: an argument-named header can never replace it.
             headers.update(extra_headers)
         headers.update(self.auth_headers)
+        if self.authorizer is not None:
+            # A DPoP-bound token goes with a proof made for this very leg (none for Bearer).
+            headers.update(self.authorizer.proof(method, self.endpoint.url, self.sent_bearer))
         if session_id is not None:
             headers["Mcp-Session-Id"] = session_id
         if protocol_version is not None:
@@ -408,15 +411,7 @@ class Transport:
                 "session_expired", name, f"MCP server {name!r} no longer knows the session (HTTP 404)."
             )
         if status in (401, 403):
-            challenge = parse_challenge(reading.headers.get("WWW-Authenticate"))
-            raise ChallengeError(
-                name,
-                f"MCP server {name!r} refused the request (HTTP {status}): check its credential.",
-                status=status,
-                error=challenge.error,
-                scopes=challenge.scopes,
-                resource_metadata=challenge.resource_metadata,
-            )
+            raise challenge_error(name, status, reading.headers)
         if status == 405 and reading.method == "DELETE":
             return  # the server does not let clients end sessions: allowed by the spec
         if not 200 <= status < 300:
@@ -459,10 +454,6 @@ def refuse_clear_text(endpoint: Endpoint, carries_credential: bool) -> None:
         f"MCP server {name!r} was not contacted: its URL is plain http://, and a credential is "
         "sent only over https to a public host (private networks are not allowed here).",
     )
-
-
-def bearer_header(token: str | None) -> dict[str, str]:
-    return Sealed({"Authorization": f"Bearer {token}"} if token else {})
 
 
 def auth_headers(endpoint: Endpoint) -> dict[str, str]:

@@ -21,6 +21,9 @@ def seed() -> None:
     user_model = get_user_model()
     user = data["user"]
     user_model.objects.create_user(username=user["username"], password=user["password"])
+    # A second person with an account of their own (per-user grants: each connects as themselves).
+    for other in data.get("other_users", []):
+        user_model.objects.create_user(username=other["username"], password=other["password"])
     application_model = get_application_model()
     for client in data["clients"]:
         confidential = client.get("client_secret") is not None

@@ -1,0 +1,81 @@
+"""Whose grant an operation uses: the server's shared one, or on a per-user server its actor's own.
+
+``resolve(server, actor)`` is called before anything is sent. On a per-user server it returns
+an ``Endpoint`` whose grant store reads and renews that actor's row only, or a
+``NeedsAuthorization`` when the actor has no usable grant: no actor (anonymous, a script), not
+connected yet, or a grant a call found unusable without the person (refused renewal, more
+scopes). Then the server is not contacted at all; the caller records the outcome and hands the
+person ``connect_url``. Nothing here falls back to the shared grant: a per-user server never
+acts as anyone but its actor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.urls import reverse
+
+from ..conf import conf
+from ..mcp import Endpoint
+from ..models import McpServer
+from ..servers.endpoints import endpoint_for
+from .models import UserGrantRecord
+
+NeedsReason = Literal["no_actor", "not_connected", "reconnect"]
+
+_WHY = {
+    "no_actor": "it acts as the signed-in user, and this call has none",
+    "not_connected": "the user has not connected their account yet",
+    "reconnect": "the user's connection must be renewed",
+}
+
+
+@dataclass(frozen=True)
+class NeedsAuthorization:
+    """The typed answer for a call that was not sent: who must do what, and where."""
+
+    server: str
+    reason: NeedsReason
+    # Absolute (on NR_LLM_PUBLIC_BASE_URL) when that is set, else the site-relative path.
+    connect_url: str
+
+    def model_text(self, tool_name: str) -> str:
+        """One sentence for the model: not run, why, and that retrying will not help."""
+        return (
+            f"The tool {tool_name!r} was not run: {_WHY[self.reason]}; the user must connect their "
+            f"account at {self.connect_url} first, so do not retry it now."
+        )
+
+
+def actor_id(actor: Any) -> int | None:
+    """The user's primary key, or None for no actor, an anonymous user or an unsaved one."""
+    if actor is None or not getattr(actor, "is_authenticated", False):
+        return None
+    pk = getattr(actor, "pk", None)
+    return pk if isinstance(pk, int) else None
+
+
+def connect_url(server: McpServer) -> str:
+    path = reverse("nr_llm_connect", args=[server.identifier])
+    base = conf.PUBLIC_BASE_URL
+    return base + path if base else path
+
+
+def resolve(server: McpServer, actor: Any) -> Endpoint | NeedsAuthorization:
+    """The endpoint to call ``server`` with as ``actor``, or why it must not be called."""
+    if not server.per_user:
+        return endpoint_for(server)
+    user_id = actor_id(actor)
+    if user_id is None:
+        return NeedsAuthorization(server.identifier, "no_actor", connect_url(server))
+    row = (
+        UserGrantRecord.objects.filter(server=server, user_id=user_id)
+        .values_list("access_token_ciphertext", "attention_reason")
+        .first()
+    )
+    if row is None or not row[0]:
+        return NeedsAuthorization(server.identifier, "not_connected", connect_url(server))
+    if row[1]:
+        return NeedsAuthorization(server.identifier, "reconnect", connect_url(server))
+    return endpoint_for(server, user_id=user_id)
