@@ -57,9 +57,10 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
             "keepalive_seconds",  # how long a connection idles in the pool before reuse (0: off)
             "connection",  # the four above as one ConnectionSettings value (not both)
             "result_limits",  # the caps on a tool's answer, per block and in all (content.py)
+            "tools_cache",  # tools/list answers shared between processes (shared_cache.py)
         ],
         "ping": ["self", "endpoint"],
-        "list_tools": ["self", "endpoint", "on_page"],
+        "list_tools": ["self", "endpoint", "on_page", "fresh"],  # fresh: skip the shared cache
         "call_tool": ["self", "endpoint", "name", "arguments", "input_schema", "output_schema", "responder"],
     }
     public = sorted(name for name in vars(McpClient) if not name.startswith("_"))
