@@ -12,9 +12,10 @@ changes are announced. ``--ttl-ms`` and ``--scope`` put ``ttlMs`` and ``cacheSco
 listener that dies every second).
 
 Control routes (not MCP): ``POST /add/<name>`` adds a tool and announces it;
+``POST /describe/<name>`` (the body is the text) changes a tool's description and announces it;
 ``POST /storm/<count>`` makes ``count`` changes 10 ms apart, each announced;
-``POST /expire-next-call`` makes the server forget its sessions when the next ``tools/call``
-arrives (answered 404 before running it, as a restarted server does); ``GET /seen`` counts
+``POST /expire-calls/<n>`` makes the server forget its sessions when each of the next ``n``
+``tools/call`` arrives (answered 404 before running it, as a restarted server does); ``GET /seen`` counts
 requests by JSON-RPC method (``GET``, ``DELETE`` for those), the tools/call runs (``ran``) and
 the change streams opened (``streams``).
 """
@@ -36,8 +37,9 @@ STATE: dict[str, Any] = {
     "seen": Counter(),
     "ran": 0,
     "streams": 0,
-    "expire_next_call": False,
+    "expire_calls": 0,
     "version": 0,
+    "descriptions": {},
 }
 CHANGED = threading.Condition()
 ARGS = argparse.Namespace(modern=False, ttl_ms=None, scope=None, listen_lifetime=0.0)
@@ -46,7 +48,7 @@ ARGS = argparse.Namespace(modern=False, ttl_ms=None, scope=None, listen_lifetime
 def _tool(name: str) -> dict[str, Any]:
     return {
         "name": name,
-        "description": f"The {name} tool.",
+        "description": STATE["descriptions"].get(name, f"The {name} tool."),
         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
     }
 
@@ -91,6 +93,11 @@ class Handler(BaseHTTPRequestHandler):
             _change(self.path[len("/add/") :])
             self._json(200, {"tools": STATE["tools"]})
             return
+        if self.path.startswith("/describe/"):
+            STATE["descriptions"][self.path[len("/describe/") :]] = raw.decode()
+            _change()
+            self._json(200, {})
+            return
         if self.path.startswith("/storm/"):
             count = int(self.path[len("/storm/") :])
             self._json(200, {"storm": count})
@@ -102,8 +109,8 @@ class Handler(BaseHTTPRequestHandler):
 
             threading.Thread(target=storm, daemon=True).start()
             return
-        if self.path == "/expire-next-call":
-            STATE["expire_next_call"] = True
+        if self.path.startswith("/expire-calls/"):
+            STATE["expire_calls"] = int(self.path[len("/expire-calls/") :])
             self._json(200, {})
             return
         body = json.loads(raw or b"{}")
@@ -140,8 +147,8 @@ class Handler(BaseHTTPRequestHandler):
                 result["cacheScope"] = ARGS.scope
             self._result(body, result)
         elif method == "tools/call":
-            if STATE["expire_next_call"]:
-                STATE["expire_next_call"] = False
+            if STATE["expire_calls"]:
+                STATE["expire_calls"] -= 1
                 STATE["sessions"].clear()
                 self._json(404, {"error": "unknown session"})
                 return
