@@ -188,9 +188,13 @@ class Watcher:
         finally:
             self.close()
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop every watch, waiting ``timeout`` in all. A stream in flight is not cut (the
+        client has no cancellation seam, seed 000): its daemon thread ends with the window or
+        the process, and holds no database connection meanwhile."""
         for watch in self.watches.values():
             watch.stop.set()
+        ends = time.monotonic() + timeout
         for watch in self.watches.values():
-            watch.close()
+            watch.close(max(ends - time.monotonic(), 0.0))
         self.watches.clear()
