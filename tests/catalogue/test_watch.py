@@ -17,7 +17,7 @@ from nr_llm.catalogue import import_catalogue
 from nr_llm.catalogue.watch import ServerWatch, Watcher, WatchTiming
 from nr_llm.models import McpServer, McpTool
 from tests import catalogue_peers
-from tests.peers import running
+from tests.peers import running, sdk_server
 
 from ..factories import McpServerFactory
 
@@ -171,3 +171,28 @@ def test_the_watcher_starts_and_stops_watches_as_operators_mark_servers(handshak
         stop.set()
         thread.join(40)
     assert not thread.is_alive()
+
+
+def test_a_tool_added_on_a_watched_sdk_server_reaches_the_catalogue_within_seconds() -> None:
+    """The official SDK server (2026-07-28, ``subscriptions/listen``): a tool added and
+    announced there is in the catalogue within seconds."""
+    with sdk_server("--growable") as url:
+        server = McpServerFactory.create(identifier="sdk", url=url, watch_changes=True)
+        watch = ServerWatch(server, _importer, FAST)
+        watch.start()
+        try:
+            assert _until(lambda: McpTool.objects.filter(tool_name="mcp_sdk_echo").exists(), 15)
+            # The stream is open once the SDK logged its listen request.
+            log = url.replace("/mcp", "/requests")
+            assert _until(
+                lambda: any(
+                    r["method"] == "subscriptions/listen" for r in requests.get(log, timeout=5).json()
+                ),
+                10,
+            )
+            added = time.monotonic()
+            requests.post(url.replace("/mcp", "/grow/deployed_later"), timeout=5)
+            assert _until(lambda: McpTool.objects.filter(tool_name="mcp_sdk_deployed_later").exists(), 10)
+            assert time.monotonic() - added < 5
+        finally:
+            watch.close()
