@@ -138,6 +138,18 @@ class ServerWatch:
                 lived = time.monotonic() - started
                 healthy = not window.closed or lived >= self.timing.healthy_seconds
             except McpTransportError as exc:
+                if _offers_no_stream(exc):
+                    # Asking again soon would get the same answer: try once per longest back-off,
+                    # and re-import nothing (no stream was lost, there was none).
+                    logger.warning(
+                        "MCP server %s offers no change stream (%s); asking again in %g s",
+                        self.identifier,
+                        exc,
+                        self.timing.max_backoff_seconds,
+                    )
+                    if self.stop.wait(self.timing.max_backoff_seconds):
+                        return
+                    continue
                 logger.warning("watching MCP server %s: %s", self.identifier, exc)
                 healthy = False
             if healthy:
@@ -147,6 +159,14 @@ class ServerWatch:
                 return
             backoff = min(backoff * 2, self.timing.max_backoff_seconds)
             self.reimports.changed()  # what was announced while nobody listened is lost
+
+
+def _offers_no_stream(exc: McpTransportError) -> bool:
+    """The server answered that it has no change stream: ``subscriptions/listen`` unknown
+    (-32601), or no GET stream in the handshake era (405)."""
+    return (exc.kind == "rpc_error" and exc.code == -32601) or (
+        exc.kind == "status" and exc.http_status == 405
+    )
 
 
 class Watcher:

@@ -4,6 +4,7 @@ within seconds, in both eras, against a real server that counts what it was aske
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import time
@@ -196,3 +197,38 @@ def test_a_tool_added_on_a_watched_sdk_server_reaches_the_catalogue_within_secon
             assert time.monotonic() - added < 5
         finally:
             watch.close()
+
+
+def test_a_stream_that_never_ends_is_renewed_each_window_without_re_imports(handshake: str) -> None:
+    """Windows of 1.5 s over about 5 s: the stream is reopened each window, and a window that
+    simply ran out costs no re-import (only the watch's first)."""
+    server = _watched(handshake)
+    timing = dataclasses.replace(FAST, window_seconds=1.5)
+    watch = ServerWatch(server, _importer, timing)
+    watch.start()
+    try:
+        assert _until(lambda: _seen(handshake)["streams"] >= 3, 10)
+    finally:
+        watch.close()
+    assert _seen(handshake)["seen"]["tools/list"] == 1
+    assert watch.reimports.count == 1
+
+
+@pytest.mark.parametrize("era", [(), ("--modern",)], ids=["handshake-405", "modern-32601"])
+def test_a_server_without_a_change_stream_is_asked_again_only_after_the_longest_back_off(
+    caplog: pytest.LogCaptureFixture, era: tuple[str, ...]
+) -> None:
+    """A server with no change stream (GET answered 405; subscriptions/listen -32601): one
+    attempt, then nothing for the longest back-off, no re-import beyond the watch's first."""
+    for base in _server("--no-stream", *era):
+        server = _watched(base)
+        timing = dataclasses.replace(FAST, max_backoff_seconds=30.0)
+        watch = ServerWatch(server, _importer, timing)
+        watch.start()
+        try:
+            assert _until(lambda: "offers no change stream" in caplog.text, 15)
+            time.sleep(2)
+        finally:
+            watch.close()
+        assert watch.windows == 1
+        assert watch.reimports.count == 1

@@ -9,7 +9,8 @@ every change is announced as ``notifications/tools/list_changed``. ``--modern``:
 server (no sessions); ``subscriptions/listen`` opens a stream, acknowledged first, on which
 changes are announced. ``--ttl-ms`` and ``--scope`` put ``ttlMs`` and ``cacheScope`` on every
 ``tools/list`` answer. ``--listen-lifetime S`` ends every change stream after S seconds (a
-listener that dies every second).
+listener that dies every second). ``--no-stream``: no change stream at all (GET answered 405,
+``subscriptions/listen`` -32601), as many servers are.
 
 Control routes (not MCP): ``POST /add/<name>`` adds a tool and announces it;
 ``POST /describe/<name>`` (the body is the text) changes a tool's description and announces it;
@@ -42,7 +43,7 @@ STATE: dict[str, Any] = {
     "descriptions": {},
 }
 CHANGED = threading.Condition()
-ARGS = argparse.Namespace(modern=False, ttl_ms=None, scope=None, listen_lifetime=0.0)
+ARGS = argparse.Namespace(modern=False, ttl_ms=None, scope=None, listen_lifetime=0.0, no_stream=False)
 
 
 def _tool(name: str) -> dict[str, Any]:
@@ -73,7 +74,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         STATE["seen"]["GET"] += 1
         session = self.headers.get("Mcp-Session-Id")
-        if ARGS.modern or session is None:
+        if ARGS.modern or ARGS.no_stream or session is None:
             self._json(405, {"error": "no GET stream"})
             return
         if session not in STATE["sessions"]:
@@ -155,7 +156,7 @@ class Handler(BaseHTTPRequestHandler):
             STATE["ran"] += 1
             text = body.get("params", {}).get("arguments", {}).get("text", "")
             self._result(body, {"content": [{"type": "text", "text": text}]})
-        elif method == "subscriptions/listen" and ARGS.modern:
+        elif method == "subscriptions/listen" and ARGS.modern and not ARGS.no_stream:
             self._stream(body.get("id"))
         else:
             self._json(
@@ -228,6 +229,7 @@ def main() -> None:
     parser.add_argument("--ttl-ms", type=int)
     parser.add_argument("--scope")
     parser.add_argument("--listen-lifetime", type=float, default=0.0)
+    parser.add_argument("--no-stream", action="store_true")
     parser.parse_args(namespace=ARGS)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
