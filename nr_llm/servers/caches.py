@@ -9,9 +9,14 @@ same in every process of the site and never a key an attacker reading the cache 
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 from django.core.cache import caches
+from django.core.cache.backends.db import BaseDatabaseCache
+from django.db import router, transaction
 from django.utils.crypto import salted_hmac
 
 from ..conf import conf
@@ -30,9 +35,47 @@ def shared_caches() -> tuple[SharedEraCache, ToolsCache] | None:
         found = _by_alias.get(alias)
         if found is None:
             secret = salted_hmac("nr_llm.mcp.shared-cache", "keys", algorithm="sha256").digest()
-            guarded = GuardedCache(caches[alias], secret)
+            guarded = GuardedCache(AliasCache(alias), secret)
             found = _by_alias[alias] = (SharedEraCache(guarded), ToolsCache(guarded))
         return found
+
+
+class AliasCache:
+    """``caches[alias]`` looked up on every call: Django hands each thread its own backend
+    object (a memcached client is not thread-safe), and the shared caches serve every thread.
+
+    The database cache's statements run in a savepoint of their own when a caller's transaction
+    is open: a failing one (its table missing) then rolls back to it and leaves the caller's
+    transaction usable, where it would otherwise break it for every later statement."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+
+    def get(self, key: str, default: Any = None) -> Any:
+        backend = caches[self.alias]
+        with _contained(backend):
+            return backend.get(key, default)
+
+    def set(self, key: str, value: Any, timeout: float | None = None) -> None:
+        backend = caches[self.alias]
+        with _contained(backend):
+            backend.set(key, value, timeout)
+
+    def delete(self, key: str) -> None:
+        backend = caches[self.alias]
+        with _contained(backend):
+            backend.delete(key)
+
+
+@contextlib.contextmanager
+def _contained(backend: object) -> Iterator[None]:
+    if isinstance(backend, BaseDatabaseCache):
+        using = router.db_for_write(backend.cache_model_class)
+        if transaction.get_connection(using).in_atomic_block:
+            with transaction.atomic(using=using):
+                yield
+            return
+    yield
 
 
 def forget_shared_caches() -> None:

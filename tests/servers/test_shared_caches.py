@@ -217,3 +217,30 @@ def test_an_unknown_cache_alias_fails_the_system_check(settings: Any) -> None:
     assert [error.id for error in check_cache()] == ["nr_llm.E045"]
     settings.NR_LLM_CACHE = "default"
     assert check_cache() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_missing_cache_table_leaves_the_callers_transaction_usable(settings: Any) -> None:
+    """The database cache without ``createcachetable``: inside a caller's transaction the failed
+    read is a miss, and the caller's next statement still runs (PostgreSQL would otherwise
+    refuse every statement until the rollback)."""
+    from django.db import transaction
+
+    from nr_llm.models import McpServer
+    from nr_llm.servers.caches import forget_shared_caches, shared_caches
+
+    settings.CACHES = {
+        **settings.CACHES,
+        "missing": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "no_such_table"},
+    }
+    settings.NR_LLM_CACHE = "missing"
+    forget_shared_caches()
+    try:
+        shared = shared_caches()
+        assert shared is not None
+        era_cache = shared[0]
+        with transaction.atomic():
+            assert era_cache.get(era_cache.key_for("https://mcp.example/mcp"), 0) is None
+            assert McpServer.objects.count() == 0
+    finally:
+        forget_shared_caches()
