@@ -178,3 +178,28 @@ def test_pages_share_the_shortest_ttl_and_are_public_only_if_every_page_is() -> 
     assert _cache_hint([(60000, "public"), (1000, None)]) == (1000, "private")
     assert _cache_hint([(60000, "public"), (None, "public")]) == (0, "private")
     assert _cache_hint([]) == (0, "private")
+
+
+def test_a_wrong_shared_verdict_costs_one_probe_never_a_wrong_answer() -> None:
+    """Another process left "modern" for a handshake-era server: the call is refused before
+    running (no session: 404), the client probes once, runs it once the right way, and the
+    shared entry is corrected for every process."""
+    import sys
+
+    import requests
+
+    from nr_llm.mcp import ConnectionSettings, McpClient
+    from tests.peers import running
+
+    backend = Backend()
+    with running([sys.executable, "-m", "tests.peers.changing_server"]) as port:
+        base = f"http://127.0.0.1:{port}"
+        era_cache = SharedEraCache(GuardedCache(backend, SECRET))
+        key = era_cache.key_for(f"{base}/mcp")
+        backend.values[key] = {"era": "modern", "version": "2026-07-28", "seconds": 600}
+        client = McpClient(connection=ConnectionSettings(allow_private_networks=True), era_cache=era_cache)
+        outcome = client.call_tool(Endpoint("changing", f"{base}/mcp", 10), "echo", {"text": "hi"})
+        seen = requests.get(f"{base}/seen", timeout=5).json()
+    assert outcome.text == "hi" and outcome.era == "handshake"
+    assert seen["ran"] == 1 and seen["seen"]["server/discover"] == 1
+    assert backend.values[key]["era"] == "handshake"
