@@ -30,7 +30,7 @@ class FakeClient:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def list_tools(
-        self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None, *, fresh: bool = True
+        self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None
     ) -> list[dict[str, Any]]:
         self.endpoints.append(endpoint)
         if self.error:

@@ -77,7 +77,7 @@ def test_concurrent_imports_of_different_catalogues_leave_the_last_one_committed
     errors: list[BaseException] = []
 
     class Meeting(FakeClient):
-        def list_tools(self, endpoint, on_page=None, *, fresh=True):
+        def list_tools(self, endpoint, on_page=None):
             barrier.wait()  # both walks finish together, so both reconciles race for the row
             return super().list_tools(endpoint, on_page)
 

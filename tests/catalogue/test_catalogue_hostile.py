@@ -72,7 +72,7 @@ class EditingClient(FakeClient):
         super().__init__(tools)
         self.edit = edit
 
-    def list_tools(self, endpoint, on_page=None, *, fresh=True):
+    def list_tools(self, endpoint, on_page=None):
         answer = super().list_tools(endpoint, on_page)
         McpServer.objects.filter(identifier=endpoint.identifier).update(**self.edit)
         return answer
@@ -108,7 +108,7 @@ def test_an_edit_that_does_not_touch_the_catalogue_lets_the_import_through():
 class DeletingClient(FakeClient):
     """Answers the walk, but the server row is deleted while it runs."""
 
-    def list_tools(self, endpoint, on_page=None, *, fresh=True):
+    def list_tools(self, endpoint, on_page=None):
         answer = super().list_tools(endpoint, on_page)
         McpServer.objects.filter(identifier=endpoint.identifier).delete()
         return answer
