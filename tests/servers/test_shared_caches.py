@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,16 +107,20 @@ def _redis_caches(location: str) -> dict[str, Any]:
 
 
 def _database_caches(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The database cache on a database of the test's own: PostgreSQL when the suite runs on
-    it (a fresh database named for the test run), else a SQLite file."""
-    url = urllib.parse.urlsplit(os.environ.get("DATABASE_URL", ""))
-    if url.scheme.startswith("postgres"):
+    """The database cache on a database the four processes share: the test database when the
+    suite runs on PostgreSQL, else a SQLite file of the test's own."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        # The test database itself (its cache table goes with it), never the site's.
+        db = connection.settings_dict
         database = {
             "ENGINE": "django.db.backends.postgresql",
-            "NAME": url.path.lstrip("/"),
-            "USER": url.username or "",
-            "HOST": url.hostname or "",
-            "PORT": str(url.port or 5432),
+            "NAME": db["NAME"],
+            "USER": db["USER"] or "",
+            "PASSWORD": db["PASSWORD"] or "",
+            "HOST": db["HOST"] or "",
+            "PORT": str(db["PORT"] or 5432),
         }
     else:
         database = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "cache.sqlite3")}
@@ -157,6 +160,7 @@ def test_the_era_is_probed_once_across_four_processes_sharing_redis(tmp_path: Pa
         assert _seen(base)["seen"]["initialize"] == PROCESSES
 
 
+@pytest.mark.django_db(transaction=True)
 def test_the_era_is_probed_once_across_four_processes_sharing_the_database_cache(tmp_path: Path) -> None:
     """The same with Django's database cache (``createcachetable`` first; on PostgreSQL when
     the suite runs there, else on a SQLite file)."""
