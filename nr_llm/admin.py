@@ -172,6 +172,7 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
                         "operation_timeout",
                         "max_concurrent_calls",
                         "run_writes_alone",
+                        "watch_changes",
                     ]
                 },
             ),

@@ -68,6 +68,37 @@ def check_era_cache_seconds(**kwargs: Any) -> list[CheckMessage]:
     )
 
 
+def check_cache(**kwargs: Any) -> list[CheckMessage]:
+    """``NR_LLM_CACHE`` names a configured cache alias (or is None to keep caches per process)."""
+    raw = getattr(settings, "NR_LLM_CACHE", None)
+    if raw is None or raw == "":
+        return []
+    if not isinstance(raw, str) or raw not in getattr(settings, "CACHES", {"default": {}}):
+        return [
+            Error(
+                f"NR_LLM_CACHE must name an alias of CACHES, not {raw!r}.",
+                hint="Use an alias of CACHES (e.g. 'default'), or None to keep MCP caches per process.",
+                id="nr_llm.E045",
+            )
+        ]
+    return []
+
+
+def check_reimport_interval(**kwargs: Any) -> list[CheckMessage]:
+    raw = getattr(settings, "NR_LLM_REIMPORT_INTERVAL", None)
+    if raw is None or raw == "" or raw == 0:
+        return []
+    if parse_timeout(raw) is None:
+        return [
+            Error(
+                f"NR_LLM_REIMPORT_INTERVAL must be a number of seconds above 0, not {raw!r}.",
+                hint="Set it to e.g. 3600, or remove it (or 0) to re-import only on demand.",
+                id="nr_llm.E046",
+            )
+        ]
+    return []
+
+
 def check_keepalive_seconds(**kwargs: Any) -> list[CheckMessage]:
     return _lifetime(
         "NR_LLM_MCP_KEEPALIVE_SECONDS",
@@ -281,6 +312,8 @@ def register() -> None:
         check_allow_private_networks,
         check_era_cache_seconds,
         check_keepalive_seconds,
+        check_cache,
+        check_reimport_interval,
         check_credential_keys,
         check_request_events,
         check_public_base_url,

@@ -108,6 +108,19 @@ class Settings:
         return DEFAULT_ERA_CACHE_SECONDS if value is None else value
 
     @property
+    def CACHE(self) -> str | None:
+        """The ``CACHES`` alias shared with other processes (era verdicts, ``tools/list``);
+        None (unset or empty) keeps them in this process's memory, as a local-memory cache would."""
+        raw = getattr(django_settings, "NR_LLM_CACHE", None)
+        return raw if isinstance(raw, str) and raw else None
+
+    @property
+    def REIMPORT_INTERVAL(self) -> float | None:
+        """Seconds between periodic re-imports of every server's catalogue
+        (``nr_llm.tasks.reimport_catalogues``); None (unset, 0, invalid): off."""
+        return parse_timeout(getattr(django_settings, "NR_LLM_REIMPORT_INTERVAL", None))
+
+    @property
     def MCP_KEEPALIVE_SECONDS(self) -> float:
         """Seconds an idle connection is kept for the next operation to the same server; 0 turns
         reuse off (every leg dials anew). Unusable values fall back to the default."""

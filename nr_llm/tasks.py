@@ -11,11 +11,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Literal
 
 import django
+from django.db.models import Q
+from django.utils import timezone
 
 from .catalogue import ImportReport, import_catalogue, import_state
+from .conf import conf
 from .governance.retention import prune
 from .models import McpServer
 
@@ -41,14 +45,45 @@ def import_server_catalogue(server_pk: int, token: str = "") -> dict[str, Any]:
             f"#{server_pk}", 0, 0, 0, (), refused="the server was deleted before its import ran"
         )
         return dataclasses.asdict(gone)
-    import_state.mark_running(server_pk, token)
+    return dataclasses.asdict(_import(server, token))
+
+
+@task()
+def reimport_catalogues() -> dict[str, Any]:
+    """The periodic re-import (``NR_LLM_REIMPORT_INTERVAL``): every enabled server that is not
+    watched and was last imported longer ago than the interval, with the tools/list answer
+    another process fetched while its server's ``ttlMs`` allows. Run it as often as you like
+    (``manage.py mcp_watch`` enqueues it every interval): a server imported recently is skipped,
+    so redelivery or two schedulers cost nothing. Off (nothing imported) while the setting is."""
+    interval = conf.REIMPORT_INTERVAL
+    if interval is None:
+        return {"interval": None, "imported": []}
+    due = timezone.now() - timedelta(seconds=interval)
+    servers = McpServer.objects.filter(enabled=True, watch_changes=False).filter(
+        Q(last_imported__isnull=True) | Q(last_imported__lt=due)
+    )
+    imported = []
+    for server in servers.order_by("pk"):
+        token = import_state.mark_queued(server)
+        try:
+            _import(server, token, fresh=False)
+        except Exception:
+            # A reporting boundary: one server's crash must not keep the others stale.
+            logger.exception("periodic re-import of MCP server %s failed", server.identifier)
+            continue
+        imported.append(server.identifier)
+    return {"interval": interval, "imported": imported}
+
+
+def _import(server: McpServer, token: str, *, fresh: bool = True) -> ImportReport:
+    import_state.mark_running(server.pk, token)
     try:
-        report = import_catalogue(server)
+        report = import_catalogue(server, fresh=fresh)
     except Exception as exc:
-        import_state.mark_crashed(server_pk, token, _class_path(exc))
+        import_state.mark_crashed(server.pk, token, _class_path(exc))
         raise  # the task backend records the failure and its traceback
-    import_state.mark_idle(server_pk, token)
-    return dataclasses.asdict(report)
+    import_state.mark_idle(server.pk, token)
+    return report
 
 
 @task()

@@ -206,9 +206,16 @@ def changed_parts(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
 
 
 def import_catalogue(
-    server: McpServer, client: CatalogueClient | None = None, progress: Progress | None = None
+    server: McpServer,
+    client: CatalogueClient | None = None,
+    progress: Progress | None = None,
+    *,
+    fresh: bool = True,
 ) -> ImportReport:
-    """Import ``server``'s catalogue; the report says what happened, a refusal included."""
+    """Import ``server``'s catalogue; the report says what happened, a refusal included.
+
+    ``fresh=False`` (the periodic re-import) takes a ``tools/list`` answer another process
+    fetched while its server's ``ttlMs`` still allows it; an operator's import always asks."""
     if not server.data_class:
         return _refuse(server, "no data class is declared; declare what data this server may see first")
     if not server.url:
@@ -222,7 +229,11 @@ def import_catalogue(
 
     endpoint = endpoint_for(server)
     try:
-        advertised = (client or mcp_client()).list_tools(endpoint, on_page=on_page)
+        if client is None:
+            advertised = mcp_client().list_tools(endpoint, on_page=on_page, fresh=fresh)
+        else:
+            # A given client (a site's test double) is asked as CatalogueClient says: no cache.
+            advertised = client.list_tools(endpoint, on_page=on_page)
     except McpTransportError as exc:
         authorization.observe(server, exc)
         # The client's message already tells a spent budget apart from a server that

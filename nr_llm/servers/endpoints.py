@@ -12,6 +12,7 @@ from ..conf import conf
 from ..mcp import Endpoint, McpClient
 from ..mcp.protocol.endpoint import AuthPlacement
 from ..models import McpServer
+from .caches import shared_caches
 from .credentials import CredentialUnavailable
 from .health import HealthRecorder
 
@@ -41,12 +42,16 @@ def endpoint_for(server: McpServer, *, user_id: int | None = None) -> Endpoint:
 
 
 def mcp_client() -> McpClient:
-    """A client wired to this installation: private-network policy, trust and health recording."""
+    """A client wired to this installation: private-network policy, trust, health recording and
+    the caches processes share (``NR_LLM_CACHE``)."""
+    shared = shared_caches()
     return McpClient(
         connection=conf.MCP_CONNECTION,
         health=HealthRecorder(),
+        era_cache=None if shared is None else shared[0],
         era_cache_seconds=conf.MCP_ERA_CACHE_SECONDS,
         result_limits=conf.TOOL_RESULT_LIMITS,
+        tools_cache=None if shared is None else shared[1],
     )
 
 

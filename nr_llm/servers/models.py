@@ -143,6 +143,14 @@ class McpServer(models.Model):
         help_text="Tools this server does not annotate read-only (readOnlyHint) run after a turn's "
         "other calls, one at a time.",
     )
+    # A long-lived connection per watched server (manage.py mcp_watch), so it is opt-in.
+    watch_changes = models.BooleanField(
+        "watch for changes",
+        default=False,
+        help_text="Keep a connection open (manage.py mcp_watch) on which the server announces "
+        "changes to its tools, and re-import when it does; a changed enabled tool is disabled "
+        "for review, as on a manual import.",
+    )
 
     # Observed, never edited by an operator.
     import_status = models.CharField(

@@ -59,11 +59,14 @@ def _database_url() -> str:
 
 
 @contextmanager
-def workers(count: int, logs: Path) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+def workers(
+    count: int, logs: Path, settings_module: str = "tests.worker_settings", **environment: str
+) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
     """``count`` db_worker processes on the test database, by worker id; all stopped afterwards."""
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.worker_settings",
+        **environment,
+        "DJANGO_SETTINGS_MODULE": settings_module,
         "DATABASE_URL": _database_url(),
         "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS": "true",
     }

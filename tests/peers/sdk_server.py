@@ -25,6 +25,9 @@ rebinding protection, which otherwise admits only 127.0.0.1, localhost and [::1]
 ``POST /tools/<name>`` with a JSON object of ``description`` and/or ``title`` replaces them, and
 every later ``tools/list`` advertises the new text.
 
+``--growable``: ``POST /grow/<name>`` adds a tool and publishes the change to every
+``subscriptions/listen`` stream (the 2026-07-28 change notification).
+
 ``--gate`` holds every ``tools/list`` answer until the test lets one through, so a test can
 see an import while it runs: ``GET /gate`` answers ``{"requests": MCP requests received,
 "waiting": lists held, "served": lists answered}``; ``POST /gate/release`` lets the oldest
@@ -248,6 +251,23 @@ def _mutable(server: Any, app: Any) -> Any:
     return control
 
 
+def _growable(server: Any, app: Any) -> Any:
+    """``app`` plus ``POST /grow/<name>``: adds a tool and announces the change to every
+    ``subscriptions/listen`` stream, as a server whose owner deploys a new tool does."""
+    from mcp.shared.subscriptions import ToolsListChanged
+
+    async def control(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/grow/") and scope["method"] == "POST":
+            name = scope["path"][len("/grow/") :]
+            server.add_tool(lambda text="": text, name=name, description=f"Grown tool {name}.")
+            await server._subscriptions.publish(ToolsListChanged())
+            await _json(send, 200, {"added": name})
+            return
+        await app(scope, receive, send)
+
+    return control
+
+
 def _trace_to(path: str) -> None:
     """The SDK server's own OpenTelemetry spans (it makes one per message, its parent read from
     ``params._meta``), one JSON line each: name, trace, span and parent ids."""
@@ -292,6 +312,7 @@ def main() -> None:
     parser.add_argument("--keyfile")
     parser.add_argument("--allow-host", action="append", default=[])
     parser.add_argument("--mutable", action="store_true")
+    parser.add_argument("--growable", action="store_true")
     parser.add_argument("--trace-log")
     args = parser.parse_args()
     if args.trace_log:
@@ -327,6 +348,8 @@ def main() -> None:
         app = _gated(server, app)
     if args.mutable:
         app = _mutable(server, app)
+    if args.growable:
+        app = _growable(server, app)
     app = _logged(app, refuse_discover=args.no_discover)
     sock = socket.socket()
     # As uvicorn's own listener (asyncio sets it on TCP sockets) and gunicorn's have it: without

@@ -46,11 +46,12 @@ from ..wire.text import NAME_LIMIT, clean
 from . import modern, resend
 from .content import DEFAULT_LIMITS, ContentLimits, outcome_of
 from .endpoint import Endpoint
-from .eras import DEFAULT_ERA_CACHE_SECONDS, EraCache, cache_key, lifetime_seconds, process_cache
+from .eras import DEFAULT_ERA_CACHE_SECONDS, EraCache, lifetime_seconds, process_cache
 from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConversation
 from .modern_conversation import InputResponder, ModernConversation
 from .param_headers import param_headers
 from .results import CallOutcome, ConnectionReport
+from .shared_cache import ToolsCache
 from .transport import Transport, auth_headers, refuse_clear_text
 
 __all__ = ["KNOWN_PROTOCOL_VERSIONS", "MAX_PAGES", "PROTOCOL_VERSION", "InputResponder", "McpClient"]
@@ -102,12 +103,14 @@ class McpClient:
         keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
         connection: ConnectionSettings | None = None,
         result_limits: ContentLimits = DEFAULT_LIMITS,
+        tools_cache: ToolsCache | None = None,
     ) -> None:
         """How the client connects is one value, ``connection`` (wire/connection.py says what
         each part means), handed whole to every leg, MCP and OAuth alike; the keywords
         ``allow_private_networks``, ``resolver``, ``ca_bundle`` and ``keepalive_seconds`` build
         it when it is not given (with it, they must be left out).
-        ``result_limits``: the caps on a tool's answer (content.py)."""
+        ``result_limits``: the caps on a tool's answer (content.py). ``tools_cache``: where
+        ``tools/list`` answers a server allows to be cached are shared (shared_cache.py)."""
         self.result_limits = result_limits
         if connection is None:
             connection = ConnectionSettings(
@@ -134,6 +137,7 @@ class McpClient:
         # client per operation, and the verdict must outlive it.
         self.era_cache = era_cache if era_cache is not None else process_cache()
         self.era_cache_seconds = era_cache_seconds
+        self.tools_cache = tools_cache
 
     def ping(self, endpoint: Endpoint) -> ConnectionReport:
         """``server/discover`` for a modern server, else the handshake only; a transport
@@ -162,14 +166,27 @@ class McpClient:
         return report
 
     def list_tools(
-        self, endpoint: Endpoint, on_page: Callable[[int, int], None] | None = None
+        self,
+        endpoint: Endpoint,
+        on_page: Callable[[int, int], None] | None = None,
+        *,
+        fresh: bool = True,
     ) -> list[dict[str, Any]]:
         """Every advertised tool object, all pages, under one budget.
+
+        ``fresh=False`` accepts an answer the server allowed to be cached (its ``ttlMs`` and
+        ``cacheScope``) from ``tools_cache``, without a request; a fresh walk replaces it.
 
         ``on_page(pages, tools)`` hears after each page how far the walk is. It is progress
         only: whatever it raises is logged and the walk goes on, so it can never serve as
         the cancellation seam this client deliberately lacks (seed 000).
         """
+
+        if not fresh and self.tools_cache is not None:
+            cached = self.tools_cache.get(endpoint)
+            if cached is not None:
+                return cached
+        hints: list[tuple[object, object]] = []  # each page's (ttlMs, cacheScope)
 
         def walk(conversation: Conversation) -> tuple[list[dict[str, Any]], int]:
             tools: list[dict[str, Any]] = []
@@ -183,6 +200,7 @@ class McpClient:
                 if not isinstance(page, list):
                     raise conversation.malformed("sent a tools/list page without a tools list")
                 tools.extend(tool for tool in page if isinstance(tool, dict))
+                hints.append((result.get("ttlMs"), result.get("cacheScope")))
                 if on_page is not None:
                     _report_progress(on_page, pages, len(tools))
                 cursor = result.get("nextCursor")
@@ -195,7 +213,10 @@ class McpClient:
                 seen.add(cursor)
             raise conversation.malformed(f"advertises more than {MAX_PAGES} pages of tools")
 
-        return self._operate(endpoint, walk)
+        tools = self._operate(endpoint, walk)
+        if self.tools_cache is not None:
+            self.tools_cache.remember(endpoint, tools, *_cache_hint(hints))
+        return tools
 
     def call_tool(
         self,
@@ -283,7 +304,7 @@ class McpClient:
         responder: InputResponder | None,
         secrets: Secrets,
     ) -> T:
-        key = cache_key(endpoint.url)
+        key = self.era_cache.key_for(endpoint.url)
         # Looked up before the operation's clock starts: the lookup is not a leg.
         known = self.era_cache.get(key, self.clock.monotonic_ns())
         with self._transport(endpoint, secrets) as (transport, deadline):
@@ -470,6 +491,16 @@ def _run_once(
         return _run(conversation, work, opens)
     except _WrongEra as wrong:
         raise wrong.error from None
+
+
+def _cache_hint(hints: list[tuple[object, object]]) -> tuple[object, object]:
+    """One (ttlMs, cacheScope) for a walk of several pages: the shortest lifetime, and public
+    only when every page said so."""
+    ttls = [ttl for ttl, _ in hints]
+    if not ttls or not all(isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in ttls):
+        return 0, "private"
+    scope = "public" if all(scope == "public" for _, scope in hints) else "private"
+    return min(ttls), scope  # type: ignore[type-var]
 
 
 def _report_progress(on_page: Callable[[int, int], None], pages: int, tools: int) -> None:

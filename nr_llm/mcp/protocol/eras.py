@@ -13,7 +13,8 @@ installation's lifetime (``NR_LLM_MCP_ERA_CACHE_SECONDS``, passed in by the app:
 package reads no Django setting). A verdict is only a guess about the next request: every
 2026 request states its revision, a server that changed era answers it with an error that
 proves the call was not run, and the client then drops the verdict and negotiates again.
-Each process keeps its own cache (a gunicorn worker probes once for itself).
+Each process keeps its own cache; the app may back it with one that processes share
+(shared_cache.py), so that a site's workers probe a server once between them.
 """
 
 from __future__ import annotations
@@ -93,6 +94,10 @@ class EraCache:
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()
+
+    def key_for(self, url: str) -> str:
+        """The key ``url``'s verdict is kept under (a shared cache keys it differently)."""
+        return cache_key(url)
 
     def get(self, key: str, now_ns: int) -> Verdict | None:
         with self._lock:

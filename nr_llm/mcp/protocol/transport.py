@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -283,6 +284,68 @@ class Transport:
         self, deadline: OperationDeadline, session_id: str, protocol_version: str | None
     ) -> Reply:
         return self._leg(deadline, "DELETE", None, session_id, protocol_version)
+
+    def listen(
+        self,
+        deadline: OperationDeadline,
+        method: str,
+        message: dict[str, Any] | None,
+        on_message: Callable[[Any], None],
+        *,
+        session_id: str | None,
+        protocol_version: str | None,
+        extra_headers: dict[str, str] | None = None,
+    ) -> None:
+        """Open a change stream (the handshake era's GET, a 2026 ``subscriptions/listen``) and
+        hand each JSON-RPC message on it, decoded and masked, to ``on_message`` until the
+        server ends it; the deadline's grant bounds it like any leg (a ``timeout`` at its end).
+        A leg of the one leg machine: host gate, caps, redirects refused, the same error map."""
+
+        def read(reading: Reading) -> tuple[None, None, int]:
+            if message is not None and _may_carry_rpc_error(reading.status, session_id):
+                self._raise_rpc_error(reading)
+            self._check_status(reading, session_id, expects_body=True)
+            if reading.is_json and message is not None:
+                # A plain answer instead of a stream: an error (unknown method), or a result
+                # that ends the subscription at once.
+                found = jsonrpc.find_answer(
+                    jsonrpc.decode(reading.body(), self.server, "a body"), message["id"]
+                )
+                if isinstance(found, dict) and "error" in found:
+                    raise jsonrpc.error_of(self._masked(found["error"]), self.server, reading.status)
+                return None, None, 0
+            if reading.media != "text/event-stream":
+                raise reading.wrong_media("not an event stream")
+            for event in EventStreamDecoder().events(reading.chunks()):
+                if event.data.strip():
+                    on_message(self._masked(jsonrpc.decode(event.data, self.server, "an event")))
+            return None, None, 0
+
+        headers = Sealed(
+            {"Accept": "text/event-stream", "Accept-Encoding": "identity", **(extra_headers or {})}
+        )
+        headers.update(self.auth_headers)
+        if session_id is not None:
+            headers["Mcp-Session-Id"] = session_id
+        if protocol_version is not None:
+            headers["MCP-Protocol-Version"] = protocol_version
+        body = None
+        if message is not None:
+            headers["Accept"] = "application/json, text/event-stream"
+            headers["Content-Type"] = "application/json"
+            body = json.dumps(message, separators=(",", ":")).encode()
+        self._legs.send(
+            deadline,
+            self._peer,
+            method,
+            self.endpoint.url,
+            read,
+            headers=headers,
+            body=body,
+            addresses=self._addresses,
+            quote_location=True,
+            repeatable=False,
+        )
 
     def _leg(
         self,

@@ -57,9 +57,10 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
             "keepalive_seconds",  # how long a connection idles in the pool before reuse (0: off)
             "connection",  # the four above as one ConnectionSettings value (not both)
             "result_limits",  # the caps on a tool's answer, per block and in all (content.py)
+            "tools_cache",  # tools/list answers shared between processes (shared_cache.py)
         ],
         "ping": ["self", "endpoint"],
-        "list_tools": ["self", "endpoint", "on_page"],
+        "list_tools": ["self", "endpoint", "on_page", "fresh"],  # fresh: skip the shared cache
         "call_tool": ["self", "endpoint", "name", "arguments", "input_schema", "output_schema", "responder"],
     }
     public = sorted(name for name in vars(McpClient) if not name.startswith("_"))
@@ -67,6 +68,7 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
 
 
 def test_the_transport_has_only_its_legs_in_public() -> None:
-    """Transport exposes post and delete_session (the legs) and nothing that could stop one."""
+    """Transport exposes post, delete_session and listen (a change stream: a leg bounded by its
+    window, listen.py) and nothing that could stop one."""
     public = sorted(name for name, _ in inspect.getmembers(Transport, callable) if not name.startswith("_"))
-    assert public == ["delete_session", "post"]
+    assert public == ["delete_session", "listen", "post"]
