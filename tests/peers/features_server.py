@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import base64
 import socket
-from typing import Any
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, Resolve
+from pydantic import BaseModel, Field
 
 from tests.peers.sdk_server import _logged, _modern_only, _security
 
@@ -31,7 +34,6 @@ def build_server() -> Any:
         TextContent,
         TextResourceContents,
     )
-    from pydantic import BaseModel, Field
 
     server = MCPServer("nr-llm features peer", version="2.0.0")
 
@@ -94,20 +96,33 @@ def build_server() -> Any:
             ),
         ]
 
-    class Booking(BaseModel):
-        date: str = Field(description="Which day")
-        guests: int = Field(default=2, description="How many")
-        confirm: bool = Field(default=True)
-
     @server.tool()
-    async def book(ctx: Any) -> str:
+    async def book(ctx: Context) -> str:
         """Ask the user for a booking's details (elicitation)."""
         answer = await ctx.elicit("When would you like to come?", Booking)
         if answer.action == "accept":
             return f"booked {answer.data.date} for {answer.data.guests} (confirm={answer.data.confirm})"
         return f"not booked: {answer.action}"
 
+    @server.tool()
+    async def reserve(booking: Annotated[ElicitationResult[Booking], Resolve(ask_booking)]) -> str:
+        """The same question through the SDK's resolver: a mid-call request in the handshake
+        era, an input_required result (multi round-trip) in the 2026-07-28 era."""
+        if booking.action == "accept":
+            return f"reserved {booking.data.date} for {booking.data.guests} (confirm={booking.data.confirm})"
+        return f"not reserved: {booking.action}"
+
     return server
+
+
+class Booking(BaseModel):
+    date: str = Field(description="Which day")
+    guests: int = Field(default=2, description="How many")
+    confirm: bool = Field(default=True)
+
+
+def ask_booking() -> Elicit[Booking]:
+    return Elicit("When would you like to come?", Booking)
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ from ..wire.legs import SessionFactory, default_session
 from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
 from ..wire.redaction import Secrets
 from ..wire.text import NAME_LIMIT, clean
-from . import features, modern, resend
+from . import elicitation, features, modern, resend
 from . import pages as listing
 from .content import DEFAULT_LIMITS, ContentLimits, outcome_of
 from .endpoint import Endpoint
@@ -236,6 +236,9 @@ class McpClient:
         try:
             return self._operate(endpoint, call, responder=responder)
         except McpTransportError as exc:
+            needed = elicitation.needs_input(exc, name) if responder is None else None
+            if needed is not None:
+                raise needed from exc
             if not handed:
                 # A probe, initialize or an OAuth leg failed: the call itself was never sent.
                 exc.written = False
@@ -373,7 +376,7 @@ class McpClient:
                 conversation = (
                     ModernConversation(transport, deadline, known.version, responder)
                     if known.era == "modern"
-                    else HandshakeConversation(transport, deadline)
+                    else HandshakeConversation(transport, deadline, responder)
                 )
                 try:
                     answer, latency_ms = _run(conversation, work, opens)
@@ -423,7 +426,7 @@ class McpClient:
             return probe
         seconds = lifetime_seconds(None, self.era_cache_seconds)
         self.era_cache.remember(key, "handshake", "", seconds, self.clock.monotonic_ns())
-        return HandshakeConversation(transport, deadline)
+        return HandshakeConversation(transport, deadline, responder)
 
     @contextlib.contextmanager
     def _transport(

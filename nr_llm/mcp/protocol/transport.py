@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -170,6 +171,9 @@ class Transport:
         self._addresses = tuple(addresses)
         # The OAuth token source of this operation, when the server uses OAuth.
         self.authorizer = authorizer
+        # Where a server's own request on an event stream goes (handshake-era elicitation);
+        # None: such requests are skipped, as before a responder was given.
+        self.on_server_request: Callable[[dict[str, Any]], None] | None = None
 
     @telemetry.traced_request
     def post(
@@ -279,6 +283,55 @@ class Transport:
                 raise cut_off(f", and resuming it failed ({_resume_failure(failed)})") from failed
         raise cut_off(f", and again after each of {MAX_RESUMPTIONS} resumptions") from ended
 
+    def listen(
+        self,
+        deadline: OperationDeadline,
+        session_id: str,
+        protocol_version: str | None,
+        opened: Callable[[], None],
+    ) -> None:
+        """The session's GET event stream, read until it ends or the operation's budget is
+        spent: where a server sends requests tied to no call of ours (the TypeScript SDK sends
+        ``elicitation/create`` there). Each goes to ``on_server_request``; ``opened`` is called
+        once the stream's head is in, so the caller sends its work only when the server can
+        reach it. Opened only when a responder was given: otherwise no GET is ever sent."""
+
+        def read(reading: Reading) -> None:
+            self._check_status(reading, session_id, expects_body=False)
+            if reading.media != "text/event-stream":
+                raise reading.wrong_media("not an event stream")
+            opened()
+            for event in EventStreamDecoder().events(reading.chunks()):
+                if event.data.strip():
+                    self._dispatch(jsonrpc.decode(event.data, self.server, "an event"))
+
+        headers = Sealed({"Accept": "text/event-stream", "Accept-Encoding": "identity"})
+        headers.update(self.auth_headers)
+        headers["Mcp-Session-Id"] = session_id
+        if protocol_version is not None:
+            headers["MCP-Protocol-Version"] = protocol_version
+        self._legs.send(
+            deadline,
+            self._peer,
+            "GET",
+            self.endpoint.url,
+            read,
+            headers=headers,
+            body=None,
+            addresses=self._addresses,
+            quote_location=True,
+        )
+
+    def _dispatch(self, message: object) -> None:
+        """A server's request on a stream (method and id) goes to ``on_server_request``."""
+        if (
+            self.on_server_request is not None
+            and isinstance(message, dict)
+            and isinstance(message.get("method"), str)
+            and "id" in message
+        ):
+            self.on_server_request(self._masked(message))
+
     def delete_session(
         self, deadline: OperationDeadline, session_id: str, protocol_version: str | None
     ) -> Reply:
@@ -313,7 +366,10 @@ class Transport:
         if message is not None:
             headers["Content-Type"] = "application/json"
             body = json.dumps(message, separators=(",", ":")).encode()
-        request_id = message.get("id") if message is not None and "id" in message else expect_id
+        # Only a request expects an answer: our JSON-RPC response to a server's request has an
+        # id too, and is answered with a bare 202.
+        is_request = message is not None and "id" in message and "method" in message
+        request_id = message.get("id") if message is not None and is_request else expect_id
 
         def read(reading: Reading) -> tuple[dict[str, Any] | None, str | None, int]:
             answer = self._answer(reading, request_id, session_id)
@@ -356,6 +412,7 @@ class Transport:
                 message = jsonrpc.decode(event.data, self.server, "an event")
                 if jsonrpc.is_answer(message, request_id):
                     return self._masked(message)  # type: ignore[no-any-return]
+                self._dispatch(message)
             raise _EndedEarly(self.server, decoder.last_event_id, decoder.retry_ms)
         if reading.is_json:
             raw = reading.body()

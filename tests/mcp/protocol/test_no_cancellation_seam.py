@@ -78,6 +78,7 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
 
 
 def test_the_transport_has_only_its_legs_in_public() -> None:
-    """Transport exposes post and delete_session (the legs) and nothing that could stop one."""
+    """Transport exposes post, listen (the session's GET stream, opened only for a responder)
+    and delete_session (the legs) and nothing that could stop one."""
     public = sorted(name for name, _ in inspect.getmembers(Transport, callable) if not name.startswith("_"))
-    assert public == ["delete_session", "post"]
+    assert public == ["delete_session", "listen", "post"]
