@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
+from ..tools import threads
 from .getting import Prompt, PromptArgument, PromptClient, PromptResult, available, complete, get
 from .shapes import PROVIDERS, Provider, messages_for
 
 
 async def aavailable(data_class_ceiling: str | None = None) -> list[Prompt]:
-    return await sync_to_async(available, thread_sensitive=False)(data_class_ceiling)
+    return await threads.run(available, data_class_ceiling)
 
 
 async def aget(
@@ -31,7 +30,8 @@ async def aget(
     data_class_ceiling: str | None = None,
     client: PromptClient | None = None,
 ) -> PromptResult:
-    return await sync_to_async(get, thread_sensitive=False)(
+    return await threads.run(
+        get,
         name,
         arguments,
         provider=provider,
@@ -52,7 +52,8 @@ async def acomplete(
     data_class_ceiling: str | None = None,
     client: PromptClient | None = None,
 ) -> list[str]:
-    values: Any = await sync_to_async(complete, thread_sensitive=False)(
+    values: Any = await threads.run(
+        complete,
         name,
         argument,
         value,

@@ -8,13 +8,12 @@
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
-
+from ..tools import threads
 from .reading import Resource, ResourceReader, ResourceResult, available, read, remember_links
 
 
 async def aavailable(data_class_ceiling: str | None = None) -> list[Resource]:
-    return await sync_to_async(available, thread_sensitive=False)(data_class_ceiling)
+    return await threads.run(available, data_class_ceiling)
 
 
 async def aread(
@@ -25,10 +24,10 @@ async def aread(
     data_class_ceiling: str | None = None,
     client: ResourceReader | None = None,
 ) -> ResourceResult:
-    """``read`` for an async caller, on a thread of its own (the network wait is not Django's one
-    sync thread's to hold)."""
-    return await sync_to_async(read, thread_sensitive=False)(
-        uri, server=server, actor=actor, data_class_ceiling=data_class_ceiling, client=client
+    """``read`` for an async caller, on the tool-call pool (tools/threads.py: why there, and how its
+    threads give their database connections back)."""
+    return await threads.run(
+        read, uri, server=server, actor=actor, data_class_ceiling=data_class_ceiling, client=client
     )
 
 
