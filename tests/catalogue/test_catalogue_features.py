@@ -4,6 +4,7 @@ vanished one orphaned. Against the official SDK 2.3 server and a double for the 
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from nr_llm.catalogue import accept_feature_definition, disable_features, enable_features, import_catalogue
+from nr_llm.management.commands.mcp_import import Command
 from nr_llm.mcp.protocol.client import Features
 from nr_llm.models import DEFINITION_CHANGED, McpFeature
 from tests import catalogue_peers
@@ -111,3 +113,12 @@ def test_server_everythings_catalogue_is_imported() -> None:
     assert report.ok and report.imported >= 10
     assert report.features["resources"] >= 7 and report.features["templates"] == 2
     assert report.features["prompts"] >= 4
+
+
+def test_the_import_command_prints_the_counts() -> None:
+    """mcp_import's line under the tools' one: what the walk brought beside them."""
+    server = McpServerFactory.create(identifier="feat", url="https://feat.example/mcp")
+    report = import_catalogue(server, client=Double([{"uri": "docs://a"}], [{"name": "p"}]))
+    out = io.StringIO()
+    Command(stdout=out)._print(report)
+    assert "  1 resources, 0 resource templates, 1 prompts imported (0 skipped, 0 orphaned)" in out.getvalue()

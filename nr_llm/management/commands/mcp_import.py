@@ -112,7 +112,9 @@ class Command(BaseCommand):
         self._print_features(report.features)
 
     def _print_features(self, features: dict[str, Any]) -> None:
-        if not features:
+        # A server that offers no resources or prompts adds no line: the tools' line says it all.
+        counted = ("resources", "templates", "prompts", "skipped", "orphaned")
+        if not features or not (features.get("refused") or any(features.get(key) for key in counted)):
             return
         if features.get("refused"):
             self.stdout.write(
