@@ -26,6 +26,7 @@ from .authorization import admin as authorization_admin  # noqa: F401 - register
 from .authorization import columns as authorization_columns
 from .authorization import service as authorization_service
 from .authorization import views as authorization_views
+from .catalogue import admin as features_admin  # registers resources and prompts
 from .catalogue import trial as tool_trial
 from .forms import McpServerForm, McpToolForm, TryToolForm
 from .governance import admin as governance_admin  # registers Tool calls and Approvals
@@ -310,7 +311,11 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
             reverse("admin:nr_llm_mcptool_changelist") + f"?server__id__exact={obj.pk}",
             columns.tools(tools["enabled"], tools["total"], tools["orphaned"], obj.last_imported is not None),
             format_html("<div>{}</div>", task) if task else "",
-            columns.last_import(obj.import_status, obj.last_imported, now),
+            format_html(
+                "{}{}",
+                columns.last_import(obj.import_status, obj.last_imported, now),
+                features_admin.counts(obj),
+            ),
             format_html('<div class="nr-llm-detail nr-llm-error-text">{}</div>', obj.import_error)
             if obj.import_error
             else "",

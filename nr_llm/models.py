@@ -95,6 +95,69 @@ class McpTool(models.Model):
         return self.disabled_reason == DEFINITION_CHANGED
 
 
+class FeatureKind(models.TextChoices):
+    RESOURCE = "resource", "Resource"
+    TEMPLATE = "template", "Resource template"
+    PROMPT = "prompt", "Prompt"
+
+
+def feature_definition(item: dict[str, Any]) -> dict[str, Any]:
+    """What an operator enables of a resource, template or prompt: the listed object minus
+    ``_meta`` (which servers fill with volatile hints), as the server sent it."""
+    return {key: value for key, value in item.items() if key != "_meta"}
+
+
+class McpFeature(models.Model):
+    """A server's resource, resource template or prompt, imported beside its tools.
+
+    Governed as a tool is: imported disabled, enabled one by one, offered and read only while
+    enabled and its definition matches the pinned one (a changed definition disables it until
+    reviewed), behind its server's data class. ``key`` is what a caller names it by: the URI,
+    the URI template, or the prompt's name; ``key_digest`` keeps it unique per server on every
+    database (a 2 KB URI does not fit MariaDB's index).
+    """
+
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="features")
+    kind = models.CharField(max_length=16, choices=FeatureKind.choices)
+    key = models.TextField()
+    key_digest = models.CharField(max_length=64, editable=False)
+    name = models.CharField(max_length=200, blank=True)
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    mime_type = models.CharField(max_length=200, blank=True)
+    definition = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=False)
+    orphaned = models.BooleanField(default=False)
+    orphaned_at = models.DateTimeField(null=True, blank=True)
+    definition_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+    pinned_definition = models.JSONField(default=dict, blank=True, editable=False)
+    pinned_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+    disabled_reason = models.CharField(max_length=100, blank=True, editable=False)
+    disabled_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["server", "kind", "key_digest"]
+        verbose_name = "MCP resource or prompt"
+        verbose_name_plural = "MCP resources and prompts"
+        constraints = [
+            models.UniqueConstraint(fields=["server", "kind", "key_digest"], name="nr_llm_feature_unique_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server.identifier}: {self.key}" if self.server_id else self.key
+
+    @property
+    def awaiting_review(self) -> bool:
+        return self.disabled_reason == DEFINITION_CHANGED
+
+    @property
+    def offered(self) -> bool:
+        """Enabled, present, and saying what the operator enabled."""
+        return self.enabled and not self.orphaned and self.definition_fingerprint == self.pinned_fingerprint
+
+
 # Registered with this app from their own package (ARCHITECTURE.md, "Growing").
 from .authorization.models import OAuthGrantRecord, PendingAuthorization, UserGrantRecord  # noqa: E402
 from .governance.models import ToolCall, ToolCallApproval, ToolCallStatus  # noqa: E402
@@ -103,6 +166,8 @@ __all__ = [
     "DEFINITION_CHANGED",
     "AuthPlacement",
     "DataClass",
+    "FeatureKind",
+    "McpFeature",
     "ImportStatus",
     "ImportTaskState",
     "McpServer",

@@ -59,7 +59,7 @@ def test_the_try_page_pretty_prints_structured_content_beside_the_text(admin_cli
 
 def test_hostile_blocks_never_reach_the_page_as_markup(admin_client, peers) -> None:
     """Of the crafted answer only the PNG is an <img>; the SVG, the MIME injections and the
-    javascript: link are dropped, and the notes naming them are escaped text."""
+    javascript: link is kept only as escaped text (never an href), as are the notes."""
     page = _try(admin_client, "mcp_results_pictures")
     result = page.split('id="try-tool-result"')[1]
     images = re.findall(r"<img [^>]*>", result)

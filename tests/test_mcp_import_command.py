@@ -95,6 +95,7 @@ def test_json_prints_the_reports_and_still_fails_on_a_refusal():
             "skip_reasons": [],
             "refused": "no URL is configured",
             "changed": [],
+            "features": {},
             "status": "error",
             "ok": False,
         }

@@ -142,6 +142,17 @@ def test_json_prints_the_reports(url):
         "skip_reasons": [],
         "refused": "",
         "changed": [],
+        # The SDK server offers no resources or prompts: the walk found none.
+        "features": {
+            "resources": 0,
+            "templates": 0,
+            "prompts": 0,
+            "skipped": 0,
+            "orphaned": 0,
+            "skip_reasons": [],
+            "changed": [],
+            "refused": "",
+        },
         "status": "ok",
         "ok": True,
     }

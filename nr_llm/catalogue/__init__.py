@@ -12,6 +12,13 @@ by its dotted path, and the operator guide tells sites to use those names.
 This module is the package's face: what the rest of the app and the docs import is named here.
 """
 
+from .features import (
+    FeatureReport,
+    accept_feature_definition,
+    disable_features,
+    enable_features,
+    import_features,
+)
 from .imports import (
     MAX_DESCRIPTION,
     MAX_RAW_PART_BYTES,
@@ -27,13 +34,18 @@ from .imports import (
     changed_parts,
     disable_tools,
     enable_tools,
-    fingerprint,
     import_catalogue,
     raw_definition,
     review,
 )
+from .pins import fingerprint
 
 __all__ = [
+    "FeatureReport",
+    "accept_feature_definition",
+    "disable_features",
+    "enable_features",
+    "import_features",
     "MAX_DESCRIPTION",
     "MAX_RAW_PART_BYTES",
     "MAX_TITLE",

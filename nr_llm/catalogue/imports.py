@@ -16,12 +16,13 @@ take the same server lock as the reconcile.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -38,6 +39,8 @@ from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import clean
 from ..models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
 from ..servers.endpoints import endpoint_for, mcp_client
+from . import features
+from .pins import fingerprint
 
 MAX_TOOLS = 500
 #: A remote description is text a model reads on every request; more than this is not a description.
@@ -99,6 +102,9 @@ class ImportReport:
     refused: str = ""
     #: Enabled tools whose definition changed: disabled until an operator reviews them.
     changed: tuple[ChangedDefinition, ...] = ()
+    #: What the import did with the server's resources, templates and prompts
+    #: (``features.FeatureReport.as_json``); empty when the client lists tools only.
+    features: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -190,12 +196,6 @@ def _kept_raw(value: Any) -> Any:
     return {"not kept": "too large or not storable", "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
-def fingerprint(definition: dict[str, Any]) -> str:
-    """SHA-256 of ``definition`` as canonical JSON (sorted keys, no spaces)."""
-    canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
 def changed_parts(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
     """Which parts (PARTS keys) differ between two definitions, in PARTS order.
 
@@ -269,6 +269,11 @@ def import_catalogue(
         )
     if progress:
         progress(ImportProgress(server.identifier, "reconciled", report.imported))
+    # Beside the tools, in an operation of its own: a server without resources or prompts, or
+    # a test double that lists tools only, leaves the tools' import as it is.
+    walker = client or mcp_client()
+    if isinstance(walker, features.FeaturesClient):
+        report = dataclasses.replace(report, features=features.import_features(server, walker).as_json())
     return report
 
 

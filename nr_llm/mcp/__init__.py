@@ -14,14 +14,23 @@ Three rooms, imports one way only (tests/mcp/test_layers.py reads them):
 This module is the public face: what a site imports is named here.
 """
 
-from .protocol.client import McpClient
+from .protocol.client import Features, McpClient
+from .protocol.elicitation import ElicitationAnswer, ElicitationRequest, Elicitor
 from .protocol.endpoint import Endpoint
+from .protocol.features import Completion, PromptMessage, PromptOutcome
 from .protocol.results import CallOutcome, ConnectionReport
 from .wire.connection import ConnectionSettings
 from .wire.errors import McpTransportError
 
 __all__ = [
     "CallOutcome",
+    "Completion",
+    "ElicitationAnswer",
+    "ElicitationRequest",
+    "Elicitor",
+    "Features",
+    "PromptMessage",
+    "PromptOutcome",
     "ConnectionReport",
     "ConnectionSettings",
     "Endpoint",

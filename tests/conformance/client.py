@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp.protocol.elicitation import ElicitationAnswer, Elicitor
 from nr_llm.mcp.protocol.schema import SchemaRefused, normalise_schema
 from tests.conformance import auth, django_app
 
@@ -186,6 +187,18 @@ def answer_input_requests(run: Run) -> None:
             run.endpoint, tool["name"], {}, input_schema=tool.get("inputSchema"), responder=responder
         )
         run.say(f"called {tool['name']}: {outcome.text[:200]!r}")
+
+
+@behaviour_of("elicitation-sep1034-client-defaults")
+def accept_with_defaults(run: Run) -> None:
+    """Accept every elicitation with nothing filled in: the schema's defaults (SEP-1034) are
+    the Elicitor's to apply, in either era."""
+    responder = Elicitor(lambda request: ElicitationAnswer.accept(), run.endpoint.identifier)
+    for tool in run.client.list_tools(run.endpoint):
+        outcome = run.client.call_tool(
+            run.endpoint, tool["name"], {}, input_schema=tool.get("inputSchema"), responder=responder
+        )
+        run.say(f"called {tool['name']}: {outcome.text[:300]!r}")
 
 
 @behaviour_of("auth/")

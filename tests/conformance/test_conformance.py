@@ -31,6 +31,9 @@ SCENARIOS = [
     ("0.2.0-alpha.12", "json-schema-ref-no-deref", MODERN),
     ("0.2.0-alpha.12", "json-schema-2020-12-preservation", MODERN),
     ("0.2.0-alpha.12", "sep-2322-client-request-state", MODERN),
+    # Elicitation (issue 42): the scenario's server asks on the session's GET stream.
+    ("0.1.16", "elicitation-sep1034-client-defaults", None),
+    ("0.2.0-alpha.12", "elicitation-sep1034-client-defaults", "2025-11-25"),
     # Authorization (issue 12), every client auth scenario in each spec revision it lists.
     ("0.1.16", "auth/metadata-default", "2025-11-25"),
     ("0.1.16", "auth/metadata-var1", "2025-11-25"),

@@ -89,6 +89,14 @@ def _logged(app: Any, *, refuse_discover: bool) -> Any:
                 "session": headers.get("mcp-session-id"),
                 # The trace context a client put in params._meta (docs/telemetry.md).
                 "traceparent": meta.get("traceparent") if isinstance(meta, dict) else None,
+                # The capabilities declared: initialize's, or a 2026 request's _meta.
+                "capabilities": (
+                    params.get("capabilities")
+                    if method == "initialize" and isinstance(params, dict)
+                    else meta.get("io.modelcontextprotocol/clientCapabilities")
+                    if isinstance(meta, dict)
+                    else None
+                ),
             }
         )
         if refuse_discover and method == "server/discover":

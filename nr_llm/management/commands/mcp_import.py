@@ -109,6 +109,27 @@ class Command(BaseCommand):
         for changed in report.changed:
             # Styled before the line ends, so the colour stops on this line.
             self.stdout.write(self.style.WARNING(f"  disabled until reviewed: {changed}"))
+        self._print_features(report.features)
+
+    def _print_features(self, features: dict[str, Any]) -> None:
+        # A server that offers no resources or prompts adds no line: the tools' line says it all.
+        counted = ("resources", "templates", "prompts", "skipped", "orphaned")
+        if not features or not (features.get("refused") or any(features.get(key) for key in counted)):
+            return
+        if features.get("refused"):
+            self.stdout.write(
+                self.style.WARNING(f"  resources and prompts not imported: {features['refused']}")
+            )
+            return
+        self.stdout.write(
+            f"  {features['resources']} resources, {features['templates']} resource templates, "
+            f"{features['prompts']} prompts imported "
+            f"({features['skipped']} skipped, {features['orphaned']} orphaned)"
+        )
+        for reason in features.get("skip_reasons", ()):
+            self.stdout.write(f"  skipped: {reason}")
+        for key in features.get("changed", ()):
+            self.stdout.write(self.style.WARNING(f"  disabled until reviewed: {key}"))
 
 
 def _plain(text: str) -> str:

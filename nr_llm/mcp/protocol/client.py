@@ -43,10 +43,12 @@ from ..wire.legs import SessionFactory, default_session
 from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
 from ..wire.redaction import Secrets
 from ..wire.text import NAME_LIMIT, clean
-from . import modern, resend
+from . import elicitation, features, modern, resend
+from . import pages as listing
 from .content import DEFAULT_LIMITS, ContentLimits, outcome_of
 from .endpoint import Endpoint
 from .eras import DEFAULT_ERA_CACHE_SECONDS, EraCache, lifetime_seconds, process_cache
+from .features import Completion, PromptOutcome
 from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConversation
 from .modern_conversation import InputResponder, ModernConversation
 from .param_headers import param_headers
@@ -255,6 +257,9 @@ class McpClient:
         try:
             return self._operate(endpoint, call, responder=responder)
         except McpTransportError as exc:
+            needed = elicitation.needs_input(exc, name) if responder is None else None
+            if needed is not None:
+                raise needed from exc
             if not handed:
                 # A probe, initialize or an OAuth leg failed: the call itself was never sent.
                 exc.written = False
@@ -271,6 +276,83 @@ class McpClient:
                 code=exc.code,
                 data=exc.data,
             ) from exc
+
+    # -- beyond tools: resources, prompts, completion (features.py shapes the answers) ----------
+
+    def list_features(self, endpoint: Endpoint) -> Features:
+        """The server's resources, resource templates and prompts, every page of each, in one
+        operation under one budget (what an import reads beside ``list_tools``). A kind the
+        server does not offer (-32601) is empty."""
+
+        def walk(conversation: Conversation) -> tuple[Features, int]:
+            resources, latency_ms = listing.walk_if_offered(conversation, "resources/list", "resources")
+            templates, latency = listing.walk_if_offered(
+                conversation, "resources/templates/list", "resourceTemplates"
+            )
+            prompts, last = listing.walk_if_offered(conversation, "prompts/list", "prompts")
+            return Features(resources, templates, prompts), last or latency or latency_ms
+
+        return self._operate(endpoint, walk)
+
+    def list_resources(self, endpoint: Endpoint) -> list[dict[str, Any]]:
+        return self._operate(endpoint, lambda c: listing.walk(c, "resources/list", "resources"))
+
+    def list_resource_templates(self, endpoint: Endpoint) -> list[dict[str, Any]]:
+        return self._operate(
+            endpoint, lambda c: listing.walk(c, "resources/templates/list", "resourceTemplates")
+        )
+
+    def list_prompts(self, endpoint: Endpoint) -> list[dict[str, Any]]:
+        return self._operate(endpoint, lambda c: listing.walk(c, "prompts/list", "prompts"))
+
+    def read_resource(self, endpoint: Endpoint, uri: str) -> CallOutcome:
+        """``resources/read``: the contents as embedded-resource blocks under the result caps;
+        an unknown URI is ``resource_not_found``."""
+
+        def read(conversation: Conversation) -> tuple[CallOutcome, int]:
+            try:
+                result, latency_ms = conversation.request("resources/read", {"uri": uri})
+            except McpTransportError as exc:
+                named = features.not_found(exc, uri)
+                if named is not None:
+                    raise named from exc
+                raise
+            outcome = features.resource_outcome(result, endpoint.identifier, self.result_limits)
+            return dataclasses.replace(outcome, era=conversation.era), latency_ms
+
+        return self._operate(endpoint, read)
+
+    def get_prompt(
+        self, endpoint: Endpoint, name: str, arguments: dict[str, str] | None = None
+    ) -> PromptOutcome:
+        def get(conversation: Conversation) -> tuple[PromptOutcome, int]:
+            result, latency_ms = conversation.request(
+                "prompts/get", {"name": name, "arguments": arguments or {}}
+            )
+            return features.prompt_outcome(result, endpoint.identifier, self.result_limits), latency_ms
+
+        return self._operate(endpoint, get)
+
+    def complete(
+        self,
+        endpoint: Endpoint,
+        ref: dict[str, str],
+        argument: str,
+        value: str,
+        *,
+        context: dict[str, str] | None = None,
+    ) -> Completion:
+        """``completion/complete`` for a prompt's (``{"type": "ref/prompt", "name": ...}``) or a
+        template's (``{"type": "ref/resource", "uri": ...}``) argument."""
+        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": context}
+
+        def ask(conversation: Conversation) -> tuple[Completion, int]:
+            result, latency_ms = conversation.request("completion/complete", params)
+            return features.completion_of(result, endpoint.identifier), latency_ms
+
+        return self._operate(endpoint, ask)
 
     def _operate(
         self,
@@ -315,7 +397,7 @@ class McpClient:
                 conversation = (
                     ModernConversation(transport, deadline, known.version, responder)
                     if known.era == "modern"
-                    else HandshakeConversation(transport, deadline)
+                    else HandshakeConversation(transport, deadline, responder)
                 )
                 try:
                     answer, latency_ms = _run(conversation, work, opens)
@@ -365,7 +447,7 @@ class McpClient:
             return probe
         seconds = lifetime_seconds(None, self.era_cache_seconds)
         self.era_cache.remember(key, "handshake", "", seconds, self.clock.monotonic_ns())
-        return HandshakeConversation(transport, deadline)
+        return HandshakeConversation(transport, deadline, responder)
 
     @contextlib.contextmanager
     def _transport(
@@ -432,6 +514,15 @@ class McpClient:
         except Exception:
             # A reporting boundary: the operation has its answer; bookkeeping must not undo it.
             logger.warning("could not record contact with MCP server %s", endpoint.identifier, exc_info=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Features:
+    """What a server offers beside its tools, as listed (each item a JSON object)."""
+
+    resources: list[dict[str, Any]]
+    templates: list[dict[str, Any]]
+    prompts: list[dict[str, Any]]
 
 
 class _WrongEra(Exception):

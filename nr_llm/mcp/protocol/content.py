@@ -44,7 +44,6 @@ URI_LIMIT = 2_048
 _MIME = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
 # An image a browser may execute script in (SVG) is not passed on.
 _SCRIPTABLE = frozenset({"image/svg+xml", "image/svg"})
-_REFUSED_SCHEMES = ("javascript:", "vbscript:", "data:", "file:")
 # Control characters out (Cc, bidi overrides): a model reads line breaks and tabs, nothing else.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -225,13 +224,12 @@ def _binary(block: dict[str, Any], kind: str, shaping: _Shaping) -> Block:
 
 
 def _uri(value: object) -> str:
+    """Any scheme is kept: a URI here is an identifier the server gave (file:, custom schemes),
+    never a link followed or rendered by this package. Where one becomes a link (admin HTML),
+    ``nr_llm.catalogue.links.safe_href`` renders the dangerous schemes inert."""
     if not isinstance(value, str) or not value.strip():
         raise _Dropped("it has no URI")
     uri = _CONTROL.sub("", value).strip()
-    # Browsers ignore tabs, newlines and case in a scheme: "Java\tScript:" is javascript:.
-    scheme = re.sub(r"[\s\x00-\x1f]", "", uri[:32]).lower()
-    if scheme.startswith(_REFUSED_SCHEMES):
-        raise _Dropped(f"its URI scheme ({scheme.split(':', 1)[0]}:) is refused")
     if len(uri) > URI_LIMIT:
         raise _Dropped(f"its URI is longer than {URI_LIMIT} characters")
     return uri
@@ -270,6 +268,21 @@ def _resource(block: dict[str, Any], shaping: _Shaping) -> Block:
     else:
         raise _Dropped("its resource has neither text nor blob")
     return {"type": "resource", "resource": kept}
+
+
+def shape_blocks(
+    blocks: list[object], limits: ContentLimits = DEFAULT_LIMITS
+) -> tuple[list[Block], list[str]]:
+    """Content blocks kept as a tool result's are (rebuilt, cleaned, capped), with the notes of
+    what was dropped: for resource contents and prompt messages, which carry the same blocks."""
+    shaping = _Shaping(limits)
+    kept = [block for block in (_block(raw, shaping) for raw in blocks) if block is not None]
+    return kept, shaping.notes
+
+
+def text_of(blocks: list[Block], notes: list[str]) -> str:
+    """The blocks as one text for a text reader, notes first (as a tool result's ``text``)."""
+    return _text(blocks, None, notes)
 
 
 # -- structured content ----------------------------------------------------------------

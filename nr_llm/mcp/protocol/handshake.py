@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..wire.deadline import OperationDeadline
 from ..wire.errors import McpTransportError
 from ..wire.text import clean
-from . import jsonrpc, resend
+from . import elicitation, jsonrpc, resend
 from .transport import Reply, Transport
+
+if TYPE_CHECKING:
+    from .modern_conversation import InputResponder
 
 logger = logging.getLogger("nr_llm.mcp")
 
@@ -20,6 +24,9 @@ logger = logging.getLogger("nr_llm.mcp")
 # older one we also know, and the conversation proceeds in that one.
 PROTOCOL_VERSION = "2025-11-25"
 KNOWN_PROTOCOL_VERSIONS = frozenset({"2025-11-25", "2025-06-18", "2025-03-26"})
+# How long the work waits for the session's GET stream to open (and the stream's thread for
+# the session's end): a server that never opens it costs at most this, within the budget.
+LISTEN_WAIT_SECONDS = 2.0
 
 
 @functools.cache
@@ -40,8 +47,13 @@ class HandshakeConversation:
 
     era = "handshake"
 
-    def __init__(self, transport: Transport, deadline: OperationDeadline) -> None:
+    def __init__(
+        self, transport: Transport, deadline: OperationDeadline, responder: InputResponder | None = None
+    ) -> None:
         self.transport = transport
+        # Answers the server's elicitation requests; its capabilities are the ones declared.
+        self.responder = responder
+        self._listener: threading.Thread | None = None
         self.deadline = deadline
         self.server = transport.server
         self.session_id: str | None = None
@@ -55,7 +67,13 @@ class HandshakeConversation:
 
     def open(self) -> int:
         """Handshake; returns the latency of the leg that completed it (the confirmation)."""
-        params = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": client_info()}
+        # No capability is declared unless a responder is given (then only its own).
+        capabilities = dict(self.responder.capabilities) if self.responder is not None else {}
+        params = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": capabilities,
+            "clientInfo": client_info(),
+        }
         reply = self._send(jsonrpc.request(self._next_id(), "initialize", params))
         result = jsonrpc.result_of(self._answer(reply), self.server)
         version = result.get("protocolVersion")
@@ -68,7 +86,53 @@ class HandshakeConversation:
         info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
         confirmed = self._send(jsonrpc.notification("notifications/initialized"))
+        self.transport.on_server_request = self._answer_server_request
+        if self.responder is not None and self.session_id is not None:
+            self._listen()
         return confirmed.latency_ms
+
+    def _answer_server_request(self, message: dict[str, Any]) -> None:
+        """Answer a server's request (an elicitation) with a POST of our response, a leg of the
+        same budget; the call it belongs to goes on reading its own stream."""
+        response = elicitation.response_to(message, self.responder)
+        try:
+            self.transport.post(
+                self.deadline, response, session_id=self.session_id, protocol_version=self.protocol_version
+            )
+        except McpTransportError as exc:
+            logger.info(
+                "MCP server %s: the answer to its request was not delivered (%s)", self.server, exc.kind
+            )
+
+    def _listen(self) -> None:
+        """Open the session's GET stream on a thread of its own, and wait (briefly, within the
+        budget) until it is open, so a server that asks there during the call can be heard."""
+        opened = threading.Event()
+        session_id, version = self.session_id, self.protocol_version
+        assert session_id is not None
+
+        def run() -> None:
+            try:
+                self.transport.listen(
+                    self.deadline,
+                    "GET",
+                    None,
+                    self.transport._dispatch,
+                    session_id=session_id,
+                    protocol_version=version,
+                    opened=opened.set,
+                )
+            except McpTransportError as exc:
+                logger.info("MCP server %s: no GET stream (%s)", self.server, exc.kind)
+            except Exception:
+                # A reporting boundary on a thread of our own: the call goes on without the stream.
+                logger.info("MCP server %s: the GET stream failed", self.server, exc_info=True)
+            finally:
+                opened.set()
+
+        self._listener = threading.Thread(target=run, name="nr-llm-mcp-session-stream", daemon=True)
+        self._listener.start()
+        opened.wait(min(LISTEN_WAIT_SECONDS, max(self.deadline.remaining_ns() / 1e9, 0.0)))
 
     def request(
         self, method: str, params: dict[str, Any], headers: dict[str, str] | None = None
@@ -89,7 +153,8 @@ class HandshakeConversation:
         return jsonrpc.result_of(self._answer(reply), self.server), reply.latency_ms
 
     def end(self) -> None:
-        """DELETE the session as a leg of the same budget; the answer in hand stands either way."""
+        """DELETE the session as a leg of the same budget; the answer in hand stands either way.
+        A GET stream the session had ends with it (the server closes it)."""
         if self.session_id is None:
             return
         session_id, self.session_id = self.session_id, None
@@ -97,6 +162,8 @@ class HandshakeConversation:
             self.transport.delete_session(self.deadline, session_id, self.protocol_version)
         except McpTransportError as exc:
             logger.info("MCP server %s: session not ended (%s)", self.server, exc.kind)
+        if self._listener is not None:
+            self._listener.join(LISTEN_WAIT_SECONDS)
 
     def _send(self, message: dict[str, Any]) -> Reply:
         return self.transport.post(

@@ -38,7 +38,21 @@ from ..wire.legs import idempotent
 from . import modern
 
 # JSON-RPC methods that change nothing on the server: sent twice, they do no harm.
-REPEATABLE_METHODS = frozenset({"server/discover", "initialize", "tools/list", "ping"})
+REPEATABLE_METHODS = frozenset(
+    {
+        "server/discover",
+        "initialize",
+        "tools/list",
+        "ping",
+        # Reads: sending one twice changes nothing on the server.
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+    }
+)
 
 # JSON-RPC codes with which a server refuses a request before running it because it speaks
 # the other era (unknown method, missing _meta or session, header mismatch, revision).

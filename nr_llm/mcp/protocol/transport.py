@@ -171,6 +171,9 @@ class Transport:
         self._addresses = tuple(addresses)
         # The OAuth token source of this operation, when the server uses OAuth.
         self.authorizer = authorizer
+        # Where a server's own request on an event stream goes (handshake-era elicitation);
+        # None: such requests are skipped, as before a responder was given.
+        self.on_server_request: Callable[[dict[str, Any]], None] | None = None
 
     @telemetry.traced_request
     def post(
@@ -280,6 +283,16 @@ class Transport:
                 raise cut_off(f", and resuming it failed ({_resume_failure(failed)})") from failed
         raise cut_off(f", and again after each of {MAX_RESUMPTIONS} resumptions") from ended
 
+    def _dispatch(self, message: object) -> None:
+        """A server's request on a stream (method and id) goes to ``on_server_request``."""
+        if (
+            self.on_server_request is not None
+            and isinstance(message, dict)
+            and isinstance(message.get("method"), str)
+            and "id" in message
+        ):
+            self.on_server_request(self._masked(message))
+
     def delete_session(
         self, deadline: OperationDeadline, session_id: str, protocol_version: str | None
     ) -> Reply:
@@ -295,11 +308,16 @@ class Transport:
         session_id: str | None,
         protocol_version: str | None,
         extra_headers: dict[str, str] | None = None,
+        opened: Callable[[], None] | None = None,
     ) -> None:
-        """Open a change stream (the handshake era's GET, a 2026 ``subscriptions/listen``) and
-        hand each JSON-RPC message on it, decoded and masked, to ``on_message`` until the
-        server ends it; the deadline's grant bounds it like any leg (a ``timeout`` at its end).
-        A leg of the one leg machine: host gate, caps, redirects refused, the same error map."""
+        """Open a stream (the handshake era's GET, a 2026 ``subscriptions/listen``) and hand
+        each JSON-RPC message on it, decoded and masked, to ``on_message`` until the server ends
+        it; the deadline's grant bounds it like any leg (a ``timeout`` at its end). ``opened``
+        is called once the stream's head is in, so a caller can send work the server answers
+        there. A leg of the one leg machine: host gate, caps, redirects refused, one error map.
+
+        Two callers: a watch (change notifications, listen.py) and a call with a responder
+        (the server's requests on the session's GET stream, handshake.py)."""
 
         def read(reading: Reading) -> tuple[None, None, int]:
             if message is not None and _may_carry_rpc_error(reading.status, session_id):
@@ -316,6 +334,8 @@ class Transport:
                 return None, None, 0
             if reading.media != "text/event-stream":
                 raise reading.wrong_media("not an event stream")
+            if opened is not None:
+                opened()
             for event in EventStreamDecoder().events(reading.chunks()):
                 if event.data.strip():
                     on_message(self._masked(jsonrpc.decode(event.data, self.server, "an event")))
@@ -379,7 +399,10 @@ class Transport:
         if message is not None:
             headers["Content-Type"] = "application/json"
             body = json.dumps(message, separators=(",", ":")).encode()
-        request_id = message.get("id") if message is not None and "id" in message else expect_id
+        # Only a request expects an answer: our JSON-RPC response to a server's request has an
+        # id too, and is answered with a bare 202.
+        is_request = message is not None and "id" in message and "method" in message
+        request_id = message.get("id") if message is not None and is_request else expect_id
 
         def read(reading: Reading) -> tuple[dict[str, Any] | None, str | None, int]:
             answer = self._answer(reading, request_id, session_id)
@@ -422,6 +445,7 @@ class Transport:
                 message = jsonrpc.decode(event.data, self.server, "an event")
                 if jsonrpc.is_answer(message, request_id):
                     return self._masked(message)  # type: ignore[no-any-return]
+                self._dispatch(message)
             raise _EndedEarly(self.server, decoder.last_event_id, decoder.retry_ms)
         if reading.is_json:
             raw = reading.body()

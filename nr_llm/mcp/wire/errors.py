@@ -21,7 +21,9 @@ Exception tree::
                session_expired      the server forgot the session (404 with a session id)
                invalid_tool         the tool's listed schema cannot be sent (a bad x-mcp-header);
                                     nothing was sent
-               input_required       a 2026-07-28 server asked for input this call cannot give
+               input_required       a server asked for input (elicitation) this call cannot give
+               resource_not_found   resources/read of a URI the server does not know (-32002,
+                                    or SEP-2164's -32602 naming the URI)
                interrupted          the server accepted the request (a 2xx status line), then
                                     its answer was cut off: the connection broke, or the event
                                     stream ended and could not be resumed; or a tools/call was
@@ -72,6 +74,7 @@ ErrorKind = Literal[
     "session_expired",
     "invalid_tool",
     "input_required",
+    "resource_not_found",
     "interrupted",
     "authorization_required",
     "authorization_failed",

@@ -64,11 +64,23 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
         "call_tool": ["self", "endpoint", "name", "arguments", "input_schema", "output_schema", "responder"],
     }
     public = sorted(name for name in vars(McpClient) if not name.startswith("_"))
-    assert public == ["call_tool", "list_tools", "ping"]
+    assert public == [
+        "call_tool",
+        "complete",
+        "get_prompt",
+        "list_features",
+        "list_prompts",
+        "list_resource_templates",
+        "list_resources",
+        "list_tools",
+        "ping",
+        "read_resource",
+    ]
 
 
 def test_the_transport_has_only_its_legs_in_public() -> None:
-    """Transport exposes post, delete_session and listen (a change stream: a leg bounded by its
-    window, listen.py) and nothing that could stop one."""
+    """Transport exposes post, delete_session and listen (a stream bounded by its leg's grant:
+    a watch's change stream, or the session's GET stream opened only for a responder) and
+    nothing that could stop one."""
     public = sorted(name for name, _ in inspect.getmembers(Transport, callable) if not name.startswith("_"))
     assert public == ["delete_session", "listen", "post"]

@@ -1,0 +1,187 @@
+"""The site's resource API: what it may read, and reading it under the server's gate.
+
+A read is allowed for a URI its server lists as an enabled resource, a URI an enabled template
+describes (templates.matches: nothing built from a model's input climbs out of it), or a link a
+tool of that server returned (``remember_links``). The server's data class is judged against
+the caller's ceiling before any contact; a refused read, like every read, leaves a ledger row.
+Nothing is raised for what a server or a caller's input does: the result says it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from django.core.cache import cache
+
+from ..governance import ceiling
+from ..mcp import CallOutcome, Endpoint, McpTransportError
+from ..mcp.protocol import templates
+from ..mcp.protocol.results import Block
+from ..mcp.wire.redaction import redact
+from ..mcp.wire.text import NAME_LIMIT, clean
+from ..models import FeatureKind, McpFeature, McpServer
+from ..servers.endpoints import endpoint_for, mcp_client
+from . import record
+
+ReadStatus = Literal["succeeded", "failed", "refused", "not_found"]
+#: How long a link a tool returned stays readable (seconds).
+LINK_SECONDS = 3_600
+_LINK_PREFIX = "nr_llm:resource-link:"
+
+
+class ResourceReader(Protocol):
+    def read_resource(self, endpoint: Endpoint, uri: str) -> CallOutcome: ...
+
+
+@dataclass(frozen=True)
+class Resource:
+    """An enabled resource (``uri``) or resource template (``uri_template``) of ``server``."""
+
+    server: str
+    name: str
+    uri: str = ""
+    uri_template: str = ""
+    title: str = ""
+    description: str = ""
+    mime_type: str = ""
+
+
+@dataclass(frozen=True)
+class ResourceResult:
+    """As ``ToolResult``: ``text`` for a text reader, ``content`` the server's blocks (embedded
+    resources, cleaned and capped), ``status`` what a caller branches on."""
+
+    text: str
+    is_error: bool
+    server: str
+    uri: str
+    status: ReadStatus = "succeeded"
+    content: tuple[Block, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def offered(data_class_ceiling: str | None, kinds: Iterable[str]) -> list[McpFeature]:
+    """The enabled, present, unchanged rows of enabled servers within the ceiling."""
+    within = ceiling.within(ceiling.resolve(data_class_ceiling))
+    rows = (
+        McpFeature.objects.filter(
+            kind__in=list(kinds),
+            enabled=True,
+            orphaned=False,
+            server__enabled=True,
+            server__data_class__in=within,
+        )
+        .select_related("server")
+        .order_by("server__identifier", "kind", "key")
+    )
+    return [row for row in rows if row.offered]
+
+
+def available(data_class_ceiling: str | None = None) -> list[Resource]:
+    return [
+        Resource(
+            server=row.server.identifier,
+            name=row.name,
+            uri=row.key if row.kind == FeatureKind.RESOURCE else "",
+            uri_template=row.key if row.kind == FeatureKind.TEMPLATE else "",
+            title=row.title,
+            description=row.description,
+            mime_type=row.mime_type,
+        )
+        for row in offered(data_class_ceiling, (FeatureKind.RESOURCE, FeatureKind.TEMPLATE))
+    ]
+
+
+def remember_links(server: str, content: Iterable[Block]) -> int:
+    """Make the resource links of a tool's answer readable from ``server`` (for LINK_SECONDS).
+    ``tools.execute`` calls this with each result it returns; a site may too."""
+    kept = 0
+    for block in content:
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "resource_link"
+            and isinstance(block.get("uri"), str)
+        ):
+            cache.set(_link_key(server, block["uri"]), True, LINK_SECONDS)
+            kept += 1
+    return kept
+
+
+def _link_key(server: str, uri: str) -> str:
+    return _LINK_PREFIX + hashlib.sha256(f"{server}\x00{uri}".encode("utf-8", "replace")).hexdigest()
+
+
+def _why_not(server: McpServer | None, server_name: str, uri: str, ceiling_value: str) -> str:
+    """Why ``uri`` may not be read from ``server`` ("" when it may)."""
+    if server is None or not server.enabled:
+        return f"no enabled MCP server {clean(server_name, NAME_LIMIT)!r}"
+    if not ceiling.allows(ceiling_value, server.data_class):
+        return (
+            f"MCP server {server.identifier!r} is declared {ceiling.label(server.data_class)}, above this "
+            f"caller's ceiling ({ceiling.label(ceiling_value)}); it was not contacted"
+        )
+    rows = [row for row in server.features.filter(enabled=True, orphaned=False) if row.offered]
+    if any(row.kind == FeatureKind.RESOURCE and row.key == uri for row in rows):
+        return ""
+    if any(row.kind == FeatureKind.TEMPLATE and templates.matches(row.key, uri) for row in rows):
+        return ""
+    if cache.get(_link_key(server.identifier, uri)):
+        return ""
+    return (
+        f"{clean(uri, NAME_LIMIT)!r} is neither an enabled resource of MCP server {server.identifier!r}, "
+        "nor described by one of its enabled templates, nor a link one of its tools returned"
+    )
+
+
+def read(
+    uri: str,
+    *,
+    server: str,
+    actor: object = None,
+    data_class_ceiling: str | None = None,
+    client: ResourceReader | None = None,
+) -> ResourceResult:
+    applied = ceiling.resolve(data_class_ceiling)
+    row = McpServer.objects.filter(identifier=server).first()
+    why = _why_not(row, server, uri, applied) if isinstance(uri, str) else "the URI is not a string"
+    uri = uri if isinstance(uri, str) else ""
+    if why:
+        record.refused("resources/read", server, uri[:150], {"uri": uri}, actor, applied, why)
+        return ResourceResult(text=why, is_error=True, server=server, uri=uri, status="refused")
+    assert row is not None
+    endpoint = endpoint_for(row)
+    call_id = record.started("resources/read", server, uri[:150], {"uri": uri}, actor, applied)
+    started = time.monotonic()
+    try:
+        outcome = (client or mcp_client()).read_resource(endpoint, uri)
+    except McpTransportError as exc:
+        text = redact(str(exc), endpoint.credential)
+        status: ReadStatus = "not_found" if exc.kind == "resource_not_found" else "failed"
+        record.finished(
+            call_id, is_error=True, error_kind=exc.kind, duration_ms=_ms(started), era="", note=text
+        )
+        return ResourceResult(text=text, is_error=True, server=server, uri=uri, status=status)
+    record.finished(
+        call_id,
+        is_error=False,
+        error_kind="",
+        duration_ms=_ms(started),
+        era=outcome.era,
+        note=f"{len(outcome.content)} content block(s)",
+    )
+    return ResourceResult(
+        text=outcome.text,
+        is_error=False,
+        server=server,
+        uri=uri,
+        content=outcome.content,
+        notes=outcome.notes,
+    )
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

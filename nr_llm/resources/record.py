@@ -1,0 +1,76 @@
+"""The ledger rows of resource reads and prompt gets, through the ledger's public functions.
+
+One small module on purpose: the ledger's write path is being rewritten, and this is the one
+place to re-point. A read is recorded as a finished row named ``resources/read <server> <uri>``
+(``prompts/get <server> <name>``), its arguments (the URI, the prompt's arguments) encrypted as a
+call's are, who asked, how long it took and how it ended; the contents themselves are not kept.
+A ledger that cannot be written is logged and the read's answer stands (as for a tool that
+requires no approval).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any
+
+from django.utils import timezone
+
+from ..governance import ledger
+from ..governance.models import ToolCallStatus
+
+logger = logging.getLogger("nr_llm.resources")
+
+
+def started(
+    operation: str, server: str, key: str, arguments: dict[str, Any], actor: object, ceiling: str
+) -> uuid.UUID | None:
+    call = ledger.NewCall(
+        tool_name=f"{operation} {server} {key}",
+        canonical=json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+        actor=ledger.actor_fields(actor),
+        data_class_ceiling=ceiling,
+    )
+    try:
+        return ledger.open_call(call, ToolCallStatus.RUNNING, timezone.now())
+    except (ledger.LedgerUnavailable, ledger.GuardFailed):
+        logger.error("the ledger row of %s on %s could not be written", operation, server, exc_info=True)
+        return None
+
+
+def refused(
+    operation: str, server: str, key: str, arguments: dict[str, Any], actor: object, ceiling: str, why: str
+) -> None:
+    """A read refused before any contact: written finished, at once."""
+    call = ledger.NewCall(
+        tool_name=f"{operation} {server} {key}",
+        canonical=json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+        actor=ledger.actor_fields(actor),
+        data_class_ceiling=ceiling,
+    )
+    try:
+        ledger.open_call(call, ToolCallStatus.FAILED, timezone.now(), error_kind="refused", result_text=why)
+    except (ledger.LedgerUnavailable, ledger.GuardFailed):
+        logger.error(
+            "the ledger row of a refused %s on %s could not be written", operation, server, exc_info=True
+        )
+
+
+def finished(
+    call_id: uuid.UUID | None, *, is_error: bool, error_kind: str, duration_ms: int, era: str, note: str
+) -> None:
+    if call_id is None:
+        return
+    try:
+        ledger.finish(
+            call_id,
+            is_error=is_error,
+            error_kind=error_kind,
+            duration_ms=duration_ms,
+            era=era,
+            result_text=note,
+            now=timezone.now(),
+        )
+    except ledger.LedgerUnavailable:
+        logger.error("the outcome of ledger row %s could not be written", call_id, exc_info=True)
