@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("nr_llm", "0010_ledger_write_indexes"),
+        ("nr_llm", "0011_per_user_grants"),
     ]
 
     operations = [

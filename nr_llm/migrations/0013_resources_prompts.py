@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("nr_llm", "0010_ledger_write_indexes"),
+        ("nr_llm", "0012_server_watch"),
     ]
 
     operations = [
