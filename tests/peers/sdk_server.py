@@ -85,6 +85,8 @@ def _logged(app: Any, *, refuse_discover: bool) -> Any:
                 "session": headers.get("mcp-session-id"),
                 # The trace context a client put in params._meta (docs/telemetry.md).
                 "traceparent": meta.get("traceparent") if isinstance(meta, dict) else None,
+                # What a tools/call asked for: a test counts the sends of one call.
+                "arguments": params.get("arguments") if isinstance(params, dict) else None,
             }
         )
         if refuse_discover and method == "server/discover":
