@@ -40,7 +40,9 @@ def _sent(url: str, text: str) -> int:
     """How many ``tools/call`` requests carrying ``text`` the server received."""
     log = requests.get(url.replace("/mcp", "/requests"), timeout=10).json()
     return sum(
-        1 for entry in log if entry["method"] == "tools/call" and (entry["arguments"] or {}).get("text") == text
+        1
+        for entry in log
+        if entry["method"] == "tools/call" and (entry["arguments"] or {}).get("text") == text
     )
 
 
