@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
-from django.db import connection
+from django.db import connection, connections
 from django.urls import reverse
 
 from nr_llm.models import ImportStatus, ImportTaskState, McpServer, McpTool
@@ -238,8 +238,6 @@ def test_a_worker_killed_mid_import_changes_nothing_and_the_import_runs_again(
 ):
     """SIGKILL to the worker while its import is writing (held on a row lock inside the
     reconcile): the catalogue is exactly as before; the import, run again, succeeds."""
-    import psycopg
-
     with sdk_server("--stateless") as mcp_url:
         server = McpServerFactory.create(identifier="victim", url=mcp_url, enabled=True)
         McpToolFactory.create(
@@ -251,15 +249,12 @@ def test_a_worker_killed_mid_import_changes_nothing_and_the_import_runs_again(
 
         # Another session locks the row the import will mark orphaned: the import's
         # transaction, new tools already inserted, waits there for the kill.
-        db = connection.settings_dict
-        with psycopg.connect(
-            host=db["HOST"] or "127.0.0.1",
-            port=db["PORT"] or 5432,
-            user=db["USER"],
-            password=db["PASSWORD"] or None,
-            dbname=db["NAME"],
-        ) as blocker:
-            blocker.execute("SELECT 1 FROM nr_llm_mcptool WHERE id = %s FOR UPDATE", [gone.pk])
+        # A session of Django's own, beside the test's (either driver: psycopg 3 or psycopg2).
+        blocker = connections.create_connection(connection.alias)
+        blocker.set_autocommit(False)
+        try:
+            with blocker.cursor() as cursor:
+                cursor.execute("SELECT 1 FROM nr_llm_mcptool WHERE id = %s FOR UPDATE", [gone.pk])
             with workers(2, tmp_path) as processes:
                 [(_, text)] = messages_of(
                     post_action(admin_client, CHANGELIST, "import_catalogue_action", [server])
@@ -292,6 +287,8 @@ def test_a_worker_killed_mid_import_changes_nothing_and_the_import_runs_again(
                     "the import run again by the surviving worker",
                     tmp_path,
                 )
+        finally:
+            blocker.close()
 
     # The backend cannot tell either: the killed task's result stays "running" for good.
     killed_task.refresh_from_db()
