@@ -52,6 +52,13 @@ def test_a_database_without_transactions_fails_manage_py_check_database(tmp_path
     assert "SQLite without transactions" in result.stderr and "it lacks transactions" in result.stderr
 
 
+def test_a_database_without_skip_locked_fails_manage_py_check_database(tmp_path):
+    """Row locks without SKIP LOCKED (MariaDB before 10.6): E061 names what is missing."""
+    result = _check(tmp_path, "no_skip_locked", "--database", "default")
+    assert result.returncode != 0, result.stderr
+    assert "nr_llm.E061" in result.stderr and "it lacks SELECT ... FOR UPDATE SKIP LOCKED" in result.stderr
+
+
 def test_migrate_refuses_a_database_without_transactions(tmp_path):
     """`migrate` runs the database checks first: nothing is created on such a database."""
     env = {
