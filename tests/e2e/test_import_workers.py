@@ -55,7 +55,8 @@ def _database_url() -> str:
     credentials = quote(db["USER"] or "", safe="")
     if db["PASSWORD"]:
         credentials += ":" + quote(db["PASSWORD"], safe="")
-    return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    scheme, port = ("mysql", 3306) if connection.vendor == "mysql" else ("postgres", 5432)
+    return f"{scheme}://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or port}/{db['NAME']}"
 
 
 @contextmanager
