@@ -6,7 +6,9 @@ DJANGO_SPEC ?=
 # The project's extra that brings the tools and a database driver (pyproject.toml): dev
 # (psycopg 3), dev-psycopg2 (in a virtualenv of its own: Django prefers psycopg 3 whenever it
 # is importable) or dev-mariadb (mysqlclient, built against Debian's libmariadb-dev).
-EXTRA ?= dev
+# Unset, a virtualenv keeps the extra it was made with (its stamp): the demo tests run
+# `make demo VENV=<the running virtualenv>`, which must not put psycopg 3 into a psycopg2 one.
+EXTRA ?= $(or $(patsubst $(VENV)/.installed-%,%,$(firstword $(wildcard $(VENV)/.installed-*))),dev)
 BIN := $(VENV)/bin
 # One stamp per extra: switching extras installs the new one's packages.
 STAMP := $(VENV)/.installed-$(EXTRA)
