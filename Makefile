@@ -3,8 +3,15 @@ PYTHON ?= python3
 VENV ?= .venv
 # Extra pip requirement installed after the project, e.g. DJANGO_SPEC='Django>=6,<7'.
 DJANGO_SPEC ?=
+# The project's extra that brings the tools and a database driver (pyproject.toml): dev
+# (psycopg 3), dev-psycopg2 (in a virtualenv of its own: Django prefers psycopg 3 whenever it
+# is importable) or dev-mariadb (mysqlclient, built against Debian's libmariadb-dev).
+# Unset, a virtualenv keeps the extra it was made with (its stamp): the demo tests run
+# `make demo VENV=<the running virtualenv>`, which must not put psycopg 3 into a psycopg2 one.
+EXTRA ?= $(or $(patsubst $(VENV)/.installed-%,%,$(firstword $(wildcard $(VENV)/.installed-*))),dev)
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# One stamp per extra: switching extras installs the new one's packages.
+STAMP := $(VENV)/.installed-$(EXTRA)
 PEERS := tests/e2e/peers
 # The official conformance suite (two versions) and the Node 22 it needs.
 CONFORMANCE := tests/conformance/peers
@@ -16,7 +23,7 @@ CONFORMANCE := tests/conformance/peers
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e '.[dev]' $(if $(DJANGO_SPEC),'$(DJANGO_SPEC)')
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e '.[$(EXTRA)]' $(if $(DJANGO_SPEC),'$(DJANGO_SPEC)')
 	touch $(STAMP)
 
 venv: $(STAMP)

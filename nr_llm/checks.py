@@ -7,9 +7,11 @@ import ssl
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.apps import apps
 from django.conf import settings
-from django.core.checks import CheckMessage, Error
+from django.core.checks import CheckMessage, Error, Tags
 from django.core.checks import register as register_check
+from django.db import NotSupportedError, connections, router
 
 from .conf import DEFAULT_REQUEST_EVENTS, parse_lifetime, parse_retention_days, parse_timeout
 from .vocabulary import DataClass
@@ -306,7 +308,89 @@ def check_tool_result_limits(**kwargs: Any) -> list[CheckMessage]:
     return errors
 
 
+#: The databases the ledger is written and tested on (.ci/run runs the suite on each), by
+#: Django's vendor name: SQLite, PostgreSQL (psycopg 3 or psycopg2), MariaDB and MySQL.
+SUPPORTED_VENDORS = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MariaDB/MySQL"}
+DATABASES_HINT = (
+    "nr_llm runs on SQLite, PostgreSQL (psycopg 3 or psycopg2) and MariaDB/MySQL (mysqlclient); "
+    "see 'Supported databases' in docs/operator-guide.md."
+)
+
+
+def _package_databases() -> list[str]:
+    """The aliases nr_llm's tables are written on (the site's routers decide; usually default)."""
+    aliases = {router.db_for_write(model) for model in apps.get_app_config("nr_llm").get_models()}
+    return sorted(alias for alias in aliases if alias in connections)
+
+
+def _engine(alias: str) -> str:
+    return str(connections[alias].settings_dict.get("ENGINE", "?"))
+
+
+def check_database_vendor(**kwargs: Any) -> list[CheckMessage]:
+    """A database the ledger has never run on is refused here, not at a tool call's first write."""
+    errors: list[CheckMessage] = []
+    for alias in _package_databases():
+        vendor = connections[alias].vendor
+        if vendor not in SUPPORTED_VENDORS:
+            errors.append(
+                Error(
+                    f"The database {alias!r} ({_engine(alias)}, {connections[alias].display_name}) "
+                    "is not one nr_llm can keep its tool-call ledger on.",
+                    hint=DATABASES_HINT,
+                    id="nr_llm.E060",
+                )
+            )
+    return errors
+
+
+def check_database_features(databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """What the ledger needs of the server itself: transactions (a row committed before a call
+    is sent, kept if the caller rolls back), SKIP LOCKED (retention never waits on a live row)
+    and a version Django supports. It needs a connection, so it runs with
+    ``check --database`` and before ``migrate``, as Django's own database checks do."""
+    errors: list[CheckMessage] = []
+    for alias in _package_databases():
+        if databases is None or alias not in databases:
+            continue
+        db = connections[alias]
+        if db.vendor not in SUPPORTED_VENDORS:
+            continue  # E060 said it
+        try:
+            db.ensure_connection()
+        except NotSupportedError as exc:
+            # Django refuses a server older than it supports on connecting; say it here.
+            missing = str(exc)
+        else:
+            lacks = [
+                what
+                for what, has in (
+                    ("transactions", db.features.supports_transactions),
+                    # Where there are no row locks at all (SQLite), Django runs the query unlocked.
+                    (
+                        "SELECT ... FOR UPDATE SKIP LOCKED",
+                        db.features.has_select_for_update_skip_locked
+                        or not db.features.has_select_for_update,
+                    ),
+                )
+                if not has
+            ]
+            missing = f"it lacks {' and '.join(lacks)}" if lacks else ""
+        if missing:
+            errors.append(
+                Error(
+                    f"The database {alias!r} ({_engine(alias)}, {db.display_name}) cannot keep nr_llm's "
+                    f"tool-call ledger: {missing}.",
+                    hint="MySQL and MariaDB need the InnoDB storage engine and MariaDB 10.6+ or "
+                    "MySQL 8.0.1+. " + DATABASES_HINT,
+                    id="nr_llm.E061",
+                )
+            )
+    return errors
+
+
 def register() -> None:
+    register_check(check_database_features, "nr_llm", Tags.database)
     for check in (
         check_operation_timeout,
         check_allow_private_networks,
@@ -322,5 +406,6 @@ def register() -> None:
         check_completion_middleware_is_last,
         check_telemetry,
         check_tool_result_limits,
+        check_database_vendor,
     ):
         register_check(check, "nr_llm")

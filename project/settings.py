@@ -78,6 +78,19 @@ TEMPLATES = [
 
 (BASE_DIR / "var").mkdir(exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'demo.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
+    # What Django's notes on MySQL and MariaDB ask of a site: full UTF-8 (utf8mb4, not the
+    # three-byte utf8), strict mode so a value too long is an error instead of cut silently,
+    # and READ COMMITTED (Django's default since 3.0) so a row another transaction committed
+    # is seen without REPEATABLE READ's snapshot.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "charset": "utf8mb4",
+            "init_command": "SET sql_mode = 'STRICT_TRANS_TABLES'",
+            "isolation_level": "read committed",
+        }
+    )
+    DATABASES["default"]["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"

@@ -32,14 +32,15 @@ def _writers_closed_before_the_database_goes(django_db_setup: None) -> Iterator[
 
 @pytest.fixture(autouse=True)
 def _no_ledger_rows_of_earlier_tests(request: pytest.FixtureRequest) -> None:
-    """On PostgreSQL the tool-call ledger commits beside a test's own transaction (that is its
-    point), so a test that does not flush would leave its rows to the next: delete them first."""
+    """On PostgreSQL and MariaDB/MySQL the tool-call ledger commits beside a test's own
+    transaction (that is its point), so a test that does not flush would leave its rows to the
+    next: delete them first."""
     if request.node.get_closest_marker("django_db") is None:
         return
     request.getfixturevalue("_writers_closed_before_the_database_goes")
     from django.db import connection
 
-    if connection.vendor != "postgresql":
+    if connection.vendor == "sqlite":
         return  # SQLite cannot write beside the test's transaction: nothing was committed
     from nr_llm.models import ToolCall
     from nr_llm.own_transaction import run_in_own_transaction

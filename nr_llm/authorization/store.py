@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import queue
 import threading
 from collections.abc import Callable, Hashable, Iterator
@@ -79,6 +80,8 @@ class Owner:
 _SERVER_LOCKS = ServerLocks()
 # PostgreSQL's SQLSTATE for a lock wait that ran into lock_timeout.
 _LOCK_NOT_AVAILABLE = "55P03"
+#: MySQL and MariaDB's ER_LOCK_WAIT_TIMEOUT.
+_MYSQL_LOCK_WAIT_TIMEOUT = 1205
 # Time for the lock thread to connect and start beyond its lock wait before it is given up.
 _START_SECONDS = 1.0
 
@@ -173,6 +176,10 @@ def _bound_lock_wait(seconds: float) -> None:
             cursor.execute(f"SET LOCAL lock_timeout = '{milliseconds}ms'")
         elif connection.vendor == "sqlite":
             cursor.execute(f"PRAGMA busy_timeout = {milliseconds}")
+        elif connection.vendor == "mysql":
+            # Whole seconds, 1 at least (InnoDB's unit), for the session: this thread's
+            # connection is closed when its lock is given up (_LockHolder._run).
+            cursor.execute(f"SET SESSION innodb_lock_wait_timeout = {max(math.ceil(seconds), 1)}")
 
 
 def _locked_record(owner: Owner) -> GrantFields:
@@ -200,7 +207,7 @@ def _typed(exc: DatabaseError, server: str, deadline: OperationDeadline | None) 
     budget's, anything else ``grant_store`` (the driver's text stays in the chained cause)."""
     cause = exc.__cause__
     if deadline is not None and (
-        getattr(cause, "sqlstate", None) == _LOCK_NOT_AVAILABLE
+        _lock_wait_ran_out(cause)
         or ("locked" in str(exc) and deadline.remaining_ns() < 2 * MINIMUM_LEG_SECONDS * 1_000_000_000)
     ):
         return wait_exhausted(deadline, server)
@@ -211,6 +218,15 @@ def _typed(exc: DatabaseError, server: str, deadline: OperationDeadline | None) 
         f"(database error: {type(exc).__name__}).",
         reason="grant_store",
     )
+
+
+def _lock_wait_ran_out(cause: BaseException | None) -> bool:
+    """The driver's error says a lock wait ran out: PostgreSQL's SQLSTATE (psycopg 3 calls it
+    ``sqlstate``, psycopg2 ``pgcode``), or MySQL's error number (first of mysqlclient's args)."""
+    if (getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)) == _LOCK_NOT_AVAILABLE:
+        return True
+    args: tuple[object, ...] = getattr(cause, "args", ())
+    return bool(args) and args[0] == _MYSQL_LOCK_WAIT_TIMEOUT
 
 
 class DatabaseGrantStore:

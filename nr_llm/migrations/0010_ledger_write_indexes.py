@@ -69,9 +69,11 @@ class DropColumnIndex(migrations.operations.base.Operation):
         for name in schema_editor._constraint_names(
             model, [column], index=True, unique=False, primary_key=False
         ):
-            schema_editor.execute(
-                f"DROP INDEX{_concurrently(schema_editor)} IF EXISTS {schema_editor.quote_name(name)}"
-            )
+            if schema_editor.connection.vendor == "postgresql":
+                schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {schema_editor.quote_name(name)}")
+            else:
+                # The backend's own statement: MySQL and MariaDB name the table (DROP INDEX ... ON).
+                schema_editor.execute(schema_editor._delete_index_sql(model, name))
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         model = to_state.apps.get_model(app_label, self.model_name)

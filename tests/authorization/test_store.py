@@ -133,11 +133,11 @@ def test_forget_drops_tokens_and_mark_attention_is_cleared_by_a_new_grant() -> N
 def test_two_worker_processes_at_expiry_send_one_refresh_and_keep_the_rotated_token(
     oauth_peers: OAuthPeers, tmp_path: Path
 ) -> None:
-    """PostgreSQL: two processes needing a token as it expires → exactly one refresh request at
+    """PostgreSQL and MariaDB: two processes needing a token as it expires → exactly one refresh request at
     the authorization server, both call the MCP server successfully with the same new token,
     and the stored refresh token is the rotated one."""
-    if connection.vendor != "postgresql":
-        pytest.skip("two processes need a shared database: run with DATABASE_URL=postgres://…")
+    if connection.vendor == "sqlite":
+        pytest.skip("two processes need a shared database server: PostgreSQL or MariaDB")
     with override_settings(**SETTINGS):
         server = oauth_server(oauth_peers)
         client = operator()
@@ -291,11 +291,11 @@ def lock_held_elsewhere(tmp_path: Path) -> Iterator[Any]:
 def test_a_row_lock_held_by_another_process_past_the_budget_is_deadline_exhausted(
     lock_held_elsewhere,
 ) -> None:
-    """PostgreSQL: another process holds the grant row for 8 s; an operation with a 3 s budget
-    ends deadline_exhausted within budget + 1 s (it waited 8 s, then refreshed anyway), and its
-    refresh is never sent."""
-    if connection.vendor != "postgresql":
-        pytest.skip("a row lock across processes needs PostgreSQL: run with DATABASE_URL=postgres://…")
+    """PostgreSQL and MariaDB: another process holds the grant row for 8 s; an operation with a
+    3 s budget ends deadline_exhausted within budget + 1 s (it waited 8 s, then refreshed
+    anyway), and its refresh is never sent."""
+    if connection.vendor == "sqlite":
+        pytest.skip("a row lock across processes needs a database server: PostgreSQL or MariaDB")
     with peer() as auth:
         token = authorization_server(auth)
         server = _expired_grant(auth)

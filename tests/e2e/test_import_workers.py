@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
-from django.db import connection
+from django.db import connection, connections
 from django.urls import reverse
 
 from nr_llm.models import ImportStatus, ImportTaskState, McpServer, McpTool
@@ -41,10 +41,10 @@ WAIT_SECONDS = 60.0
 @pytest.fixture
 def db_tasks(settings):
     """The admin enqueues into the database; the peers listen on 127.0.0.1."""
-    if connection.vendor != "postgresql":
+    if connection.vendor == "sqlite":
         pytest.skip(
-            "worker processes need a database they can share: run with DATABASE_URL=postgres://… "
-            "(the PostgreSQL job of .ci/run does)"
+            "worker processes need a database server they can share: run with DATABASE_URL=postgres://… "
+            "or mysql://… (the PostgreSQL and MariaDB jobs of .ci/run do)"
         )
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
     settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
@@ -55,7 +55,8 @@ def _database_url() -> str:
     credentials = quote(db["USER"] or "", safe="")
     if db["PASSWORD"]:
         credentials += ":" + quote(db["PASSWORD"], safe="")
-    return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    scheme, port = ("mysql", 3306) if connection.vendor == "mysql" else ("postgres", 5432)
+    return f"{scheme}://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or port}/{db['NAME']}"
 
 
 @contextmanager
@@ -216,6 +217,13 @@ def test_five_imports_are_queued_and_each_runs_once_on_two_workers(admin_client,
 
 def _blocked_tool_update() -> bool:
     with connection.cursor() as cursor:
+        if connection.vendor == "mysql":
+            # Another session of this database still in the tool update (waiting for its row).
+            cursor.execute(
+                "SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE()"
+                " AND ID <> CONNECTION_ID() AND COMMAND = 'Query' AND INFO LIKE 'UPDATE `nr_llm_mcptool`%%'"
+            )
+            return bool(cursor.fetchone()[0])
         cursor.execute(
             # This test database only: other suites may share the PostgreSQL server.
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
@@ -241,8 +249,6 @@ def test_a_worker_killed_mid_import_changes_nothing_and_the_import_runs_again(
 ):
     """SIGKILL to the worker while its import is writing (held on a row lock inside the
     reconcile): the catalogue is exactly as before; the import, run again, succeeds."""
-    import psycopg
-
     with sdk_server("--stateless") as mcp_url:
         server = McpServerFactory.create(identifier="victim", url=mcp_url, enabled=True)
         McpToolFactory.create(
@@ -254,15 +260,12 @@ def test_a_worker_killed_mid_import_changes_nothing_and_the_import_runs_again(
 
         # Another session locks the row the import will mark orphaned: the import's
         # transaction, new tools already inserted, waits there for the kill.
-        db = connection.settings_dict
-        with psycopg.connect(
-            host=db["HOST"] or "127.0.0.1",
-            port=db["PORT"] or 5432,
-            user=db["USER"],
-            password=db["PASSWORD"] or None,
-            dbname=db["NAME"],
-        ) as blocker:
-            blocker.execute("SELECT 1 FROM nr_llm_mcptool WHERE id = %s FOR UPDATE", [gone.pk])
+        # A session of Django's own, beside the test's (either driver: psycopg 3 or psycopg2).
+        blocker = connections.create_connection(connection.alias)
+        blocker.set_autocommit(False)
+        try:
+            with blocker.cursor() as cursor:
+                cursor.execute("SELECT 1 FROM nr_llm_mcptool WHERE id = %s FOR UPDATE", [gone.pk])
             with workers(2, tmp_path) as processes:
                 [(_, text)] = messages_of(
                     post_action(admin_client, CHANGELIST, "import_catalogue_action", [server])
@@ -295,6 +298,8 @@ def test_a_worker_killed_mid_import_changes_nothing_and_the_import_runs_again(
                     "the import run again by the surviving worker",
                     tmp_path,
                 )
+        finally:
+            blocker.close()
 
     # The backend cannot tell either: the killed task's result stays "running" for good.
     killed_task.refresh_from_db()

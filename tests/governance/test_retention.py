@@ -144,7 +144,7 @@ def test_the_task_prunes_on_the_worker_queue():
     assert ToolCall.objects.count() == 0
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's row locks (SKIP LOCKED)")
+@pytest.mark.skipif("connection.vendor == 'sqlite'", reason="row locks (SKIP LOCKED): PostgreSQL, MariaDB")
 def test_two_prunes_at_once_share_the_work_and_count_it_once():
     """Two prunes started together delete every old row once between them: the reports add up
     to what went, and the new rows and the pending call stay."""

@@ -97,6 +97,8 @@ def _logged(app: Any, *, refuse_discover: bool) -> Any:
                     if isinstance(meta, dict)
                     else None
                 ),
+                # What a tools/call asked for: a test counts the sends of one call.
+                "arguments": params.get("arguments") if isinstance(params, dict) else None,
             }
         )
         if refuse_discover and method == "server/discover":
