@@ -18,11 +18,9 @@ one, which another connection would not see, and on SQLite the caller holds the 
 there too a locked row is skipped.
 
 A caller that writes anyway right after the operation (a tool call's ledger outcome) collects
-its stamps (``carried()``). On SQLite they ride in that write (``rides_along()``): one commit
-instead of two. On PostgreSQL they are handed over once the outcome is written: a statement of
-their own on a writer's connection, which the caller does not wait for (carried in the outcome's
-statement, the server row's update cost the caller most of a millisecond, measured in
-``bench/turn.py``).
+its stamps (``carried()``) and runs them in that write: one commit for both, no thread and no
+connection of their own; on PostgreSQL a server row another transaction holds is skipped, so
+calls answered at once by one server never queue on its row.
 """
 
 from __future__ import annotations
@@ -39,10 +37,9 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from ..governance import statements
 from ..mcp.protocol.endpoint import Endpoint
 from ..models import McpServer
-from ..own_transaction import hand_over, relaxed
+from ..own_transaction import hand_over
 
 logger = logging.getLogger("nr_llm.health")
 
@@ -56,21 +53,23 @@ class Stamp:
     def __init__(self, identifier: str, now: datetime, latency_ms: int) -> None:
         self.identifier = identifier
         self.now = now
-        self.update = statements.Update(
-            McpServer,
-            {"last_contact": now, "last_latency_ms": max(0, int(latency_ms))},
-            {"identifier": identifier},
-            skip_locked=connection.features.has_select_for_update_skip_locked,
-        )
+        self.latency_ms = max(0, int(latency_ms))
+
+    def update(self) -> int:
+        rows = McpServer.objects.filter(identifier=self.identifier)
+        if connection.vendor == "postgresql":
+            # A row another transaction holds (an operator saving the server) is skipped, not
+            # waited for: the next operation stamps again. (MySQL refuses an UPDATE that selects
+            # from its own table, and SQLite has no row locks.)
+            locked = rows.select_for_update(skip_locked=True).values("pk")
+            rows = McpServer.objects.filter(pk__in=locked)
+        return rows.update(last_contact=self.now, last_latency_ms=self.latency_ms)
 
     def __call__(self) -> None:
         try:
-            if connection.in_atomic_block:
-                # A savepoint: a failing write must not leave the transaction it rides in aborted.
-                with transaction.atomic():
-                    statements.run(self.update)
-            else:
-                statements.run(self.update)  # autocommit (a relaxed write on PostgreSQL)
+            # A savepoint: a failing write must not leave the transaction it rides in aborted.
+            with transaction.atomic():
+                self.update()
         except Exception:
             # A reporting boundary: the operation already has its answer, and a bookkeeping
             # failure must never turn that into an error.
@@ -115,12 +114,6 @@ def carried() -> Iterator[list[Stamp]]:
         _carrier.reset(token)
 
 
-def rides_along() -> bool:
-    """Whether a caller's carried stamps ride in its next ledger write (SQLite: one commit for
-    both) rather than being ``write``n after it (PostgreSQL: not waited for)."""
-    return connection.vendor != "postgresql"
-
-
 def write(stamps: list[Stamp]) -> None:
     """Hand ``stamps`` to the writer threads, as a recorder does when nothing carries them."""
     if not stamps:
@@ -128,14 +121,12 @@ def write(stamps: list[Stamp]) -> None:
     if connection.vendor == "sqlite":
         # One write at a time: a caller's next write must not meet its own stamp holding
         # the lock (an in-memory database refuses at once instead of waiting).
-        wait([hand_over(relaxed(lambda: _each(stamps)))])
+        wait([hand_over(lambda: _each(stamps))])
         return
     identifiers = _waiting.put(stamps)
     if identifiers:
-        # A stamp is not worth a wait for the disk: if a database server's crash loses it, the
-        # next operation stamps again.
         try:
-            hand_over(relaxed(lambda: _each(_waiting.take(identifiers))))
+            hand_over(lambda: _each(_waiting.take(identifiers)))
         except Exception:
             # No writer to take them (a thread cannot start, at shutdown): taken back, so the
             # server's next stamp hands over a job of its own instead of waiting behind these.

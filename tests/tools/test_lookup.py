@@ -1,5 +1,5 @@
-"""tool_by_name and tools_by_names: the catalogue rows execute() and a turn read, built once per
-database, equal to the ORM's."""
+"""tool_by_name and tools_by_names: the catalogue rows execute() and a turn read, in one query
+through the ORM, the server attached."""
 
 from __future__ import annotations
 
