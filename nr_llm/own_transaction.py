@@ -141,14 +141,20 @@ def _committed(work: Callable[[], T]) -> T:
     """``work`` in a durable transaction of its own on this thread's connection; a connection
     found dead closed and the work run once more on a fresh one."""
     for attempt in (1, 2):
+        raw = None
         try:
+            connection.ensure_connection()  # with CONN_HEALTH_CHECKS, checked first
+            raw = connection.connection
             if connection.vendor == "sqlite":
                 with _sqlite_writes, transaction.atomic(durable=True):
                     return work()
             with transaction.atomic(durable=True):
                 return work()
         except DatabaseError:
-            if attempt == 2 or connection.in_atomic_block or _usable():
+            # Dead: Django dropped the connection the work ran on (and may have opened the next
+            # one already, to restore autocommit), or the one left cannot answer.
+            dead = raw is None or connection.connection is not raw or not _usable()
+            if attempt == 2 or connection.in_atomic_block or not dead:
                 raise  # the work's own failure: a fresh connection would meet it too
             logger.warning("a database connection was found dead; the write runs again on a new one")
             connection.close()
