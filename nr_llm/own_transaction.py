@@ -119,8 +119,10 @@ class Workers:
                     return
                 work, done, name = job
                 me.name = name  # a debugger's thread list, a log's threadName
-                close_old_connections()
                 try:
+                    if not done.set_running_or_notify_cancel():
+                        continue  # cancelled before it started: it never starts
+                    close_old_connections()
                     value = self._run(work)
                 except BaseException as exc:  # handed to the caller, raised there
                     done.set_exception(exc)
