@@ -165,6 +165,27 @@ def test_a_writer_whose_connection_was_killed_reconnects_once_and_writes(monkeyp
     close_writers()
 
 
+def test_with_health_checks_a_killed_writer_connection_is_replaced_before_the_write(monkeypatch, caplog):
+    """CONN_HEALTH_CHECKS on: the writer's next job checks its connection first (Django's own
+    check) and opens a fresh one, so the write never meets the dead one (nothing to run again)."""
+    _postgresql_only()
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", None)
+    monkeypatch.setitem(connection.settings_dict, "CONN_HEALTH_CHECKS", True)
+    close_writers()
+    first = _in_a_writer(_session)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [first])
+    for _ in range(100):
+        if not _alive(first):
+            break
+        time.sleep(0.05)
+    with caplog.at_level(logging.WARNING, "nr_llm.ledger"):
+        second = _in_a_writer(_session)
+    assert second != first
+    assert "found dead" not in caplog.text
+    close_writers()
+
+
 def test_a_writers_own_failure_is_raised_not_run_again(monkeypatch):
     """A statement the database refuses on a live connection (not a dead one) is raised once:
     a fresh connection would meet the same refusal."""

@@ -4,8 +4,8 @@ An operator reading "last contact 2 minutes ago" next to a failing tool knows th
 server answers and the tool is the problem; so only a completed operation may stamp,
 and the stamp must never cost the caller its answer, nor its time.
 
-The stamp is handed to the writer threads (``nr_llm.own_transaction``) and not waited for: it
-runs on their connection, never on the caller's, and on PostgreSQL skips a row another
+An operation's stamp (an import, a ping) is handed to the writer threads
+(``nr_llm.own_transaction``) and not waited for: it runs on their connection, never on the caller's, and on PostgreSQL skips a row another
 transaction holds (``FOR UPDATE SKIP LOCKED``): a call that already has its answer never waits
 on someone else's lock, and the next operation stamps again. A server's stamp that finds an
 earlier one of the same server still waiting for a writer takes its place (the row keeps the
