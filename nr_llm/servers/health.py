@@ -5,17 +5,17 @@ server answers and the tool is the problem; so only a completed operation may st
 and the stamp must never cost the caller its answer, nor its time.
 
 An operation's stamp (an import, a ping) is handed to the writer threads
-(``nr_llm.own_transaction``) and not waited for: it runs on their connection, never on the caller's, and on PostgreSQL skips a row another
-transaction holds (``FOR UPDATE SKIP LOCKED``): a call that already has its answer never waits
-on someone else's lock, and the next operation stamps again. A server's stamp that finds an
-earlier one of the same server still waiting for a writer takes its place (the row keeps the
-latest contact either way): however many calls a server answers at once, it costs at most one
-waiting write. On SQLite, whose one write lock the writer thread takes for stamps and ledger rows
-alike, the caller waits for its stamp (no row lock to wait on there), so its own next write
-never meets it. A caller inside a transaction of its own (``ATOMIC_REQUESTS``, an ``atomic``
-block) keeps the stamp in a savepoint of it: the server row may be the caller's own uncommitted
-one, which another connection would not see, and on SQLite the caller holds the one write lock;
-there too a locked row is skipped.
+(``nr_llm.own_transaction``) and not waited for: it runs on their connection, never on the
+caller's, and on PostgreSQL skips a row another transaction holds (``FOR UPDATE SKIP LOCKED``):
+a call that already has its answer never waits on someone else's lock, and the next operation
+stamps again. A server's stamp that finds an earlier one of the same server still waiting for a
+writer takes its place (the row keeps the latest contact either way): however many calls a
+server answers at once, it costs at most one waiting write. On SQLite, whose one write lock the
+writer thread takes for stamps and ledger rows alike, the caller waits for its stamp (no row
+lock to wait on there), so its own next write never meets it. A caller inside a transaction of
+its own (``ATOMIC_REQUESTS``, an ``atomic`` block) keeps the stamp in a savepoint of it: the
+server row may be the caller's own uncommitted one, which another connection would not see, and
+on SQLite the caller holds the one write lock; there too a locked row is skipped.
 
 A caller that writes anyway right after the operation (a tool call's ledger outcome) collects
 its stamps (``carried()``) and runs them in that write: one commit for both, no thread and no
