@@ -26,6 +26,7 @@ each other there, never on the database's lock.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import queue
@@ -139,9 +140,10 @@ class Workers:
             connection.close()
 
 
-def _committed(work: Callable[[], T]) -> T:
-    """``work`` in a durable transaction of its own on this thread's connection; a connection
-    found dead closed and the work run once more on a fresh one."""
+def _committed(work: Callable[[], T], each_statement: bool = False) -> T:
+    """``work`` in a durable transaction of its own on this thread's connection (autocommit
+    instead, each statement committing on its own, where ``each_statement`` allows it outside
+    SQLite); a connection found dead closed and the work run once more on a fresh one."""
     for attempt in (1, 2):
         raw = None
         try:
@@ -150,6 +152,8 @@ def _committed(work: Callable[[], T]) -> T:
             if connection.vendor == "sqlite":
                 with _sqlite_writes, transaction.atomic(durable=True):
                     return work()
+            if each_statement and connection.get_autocommit():
+                return work()
             with transaction.atomic(durable=True):
                 return work()
         except DatabaseError:
@@ -167,14 +171,18 @@ def _usable() -> bool:
     return connection.connection is not None and connection.is_usable()
 
 
-_writers = Workers(_IDLE_NAME, lambda: 1 if connection.vendor == "sqlite" else WRITERS, _committed)
+def _call(work: Callable[[], T]) -> T:
+    return work()
+
+
+_writers = Workers(_IDLE_NAME, lambda: 1 if connection.vendor == "sqlite" else WRITERS, _call)
 
 
 def _forked() -> None:
     # A child does not inherit the parent's threads, only their bookkeeping, and a lock one of
     # them held at the fork would stay held in the child for good.
     global _writers, _sqlite_writes
-    _writers = Workers(_IDLE_NAME, lambda: 1 if connection.vendor == "sqlite" else WRITERS, _committed)
+    _writers = Workers(_IDLE_NAME, lambda: 1 if connection.vendor == "sqlite" else WRITERS, _call)
     _sqlite_writes = threading.RLock()
 
 
@@ -195,22 +203,28 @@ def sqlite_refused(exc: BaseException) -> bool:
     return isinstance(code, int) and code & 0xFF in _SQLITE_BUSY_OR_LOCKED
 
 
-def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-transaction") -> T:
+def run_in_own_transaction(
+    work: Callable[[], T], *, name: str = "nr-llm-own-transaction", each_statement: bool = False
+) -> T:
     """Run ``work`` in a transaction committed durably on its own; its result is returned only
     once committed, and its exception (a failed commit's included) is raised here.
 
     In place when the caller has no transaction open; else on a writer thread named ``name``.
+    ``each_statement``: the work's statements need no transaction around them (each a
+    conditional write standing on its own), so outside SQLite they run in autocommit, each
+    committed durably as it runs: one round trip per statement instead of three (BEGIN, the
+    statement, COMMIT). SQLite keeps one transaction: one sync of the disk for all of them.
     """
     if _in_place():
         try:
-            return _committed(work)
+            return _committed(work, each_statement)
         except DatabaseError as exc:
             if not (connection.vendor == "sqlite" and sqlite_refused(exc)):
                 raise
             # The caller's own connection cannot write now: a read it left open (a
             # QuerySet.iterator()) keeps, in WAL mode, a snapshot another connection's commit
             # has since made stale. A writer's connection has no such read.
-    return _writers.submit(work, name).result()
+    return _writers.submit(functools.partial(_committed, work, each_statement), name).result()
 
 
 def _in_place() -> bool:
@@ -226,7 +240,7 @@ def _in_place() -> bool:
 def hand_over(work: Callable[[], object]) -> Future[object]:
     """Run ``work`` in a transaction of its own without waiting for it (a bookkeeping write
     whose outcome the caller does not need); the returned future says how it ended."""
-    return _writers.submit(work, "nr-llm-hand-over")
+    return _writers.submit(functools.partial(_committed, work), "nr-llm-hand-over")
 
 
 def settle(timeout: float = 10.0) -> bool:

@@ -169,7 +169,8 @@ def claim(call_id: uuid.UUID, clock: WallClock) -> Claim | None:
             _expire_if_due(call, now)
         return Claim(call, bool(claimed))
 
-    return ledger.write(move)
+    # The conditional UPDATE decides alone: it needs no transaction around the read after it.
+    return ledger.write(move, each_statement=True)
 
 
 def expire_due(clock: WallClock | None = None) -> int:

@@ -3,10 +3,12 @@
 A caller's rollback never erases an audit row, and a database crash never erases the row of a
 call that ran: every write here runs through ``run_in_own_transaction``
 (``nr_llm/own_transaction.py``), in place on the caller's connection when it has no transaction
-open, else on a writer thread, in ``atomic(durable=True)`` at the site's own durability. A call
-costs the ledger two ORM statements (its row as it starts, its outcome), an awaiting or
-refused call one. When a row cannot be written (``LedgerUnavailable``), the caller decides
-(``tools/execution.py``): a running call is not sent, a held call fails closed.
+open, else on a writer thread, durably at the site's own ``synchronous_commit``: a call's row
+and its outcome are each one statement, committed in autocommit where the caller has no
+transaction (one round trip), else in ``atomic(durable=True)``. A call costs the ledger two ORM
+statements (its row as it starts, its outcome), an awaiting or refused call one. When a row
+cannot be written (``LedgerUnavailable``), the caller decides (``tools/execution.py``): a
+running call is not sent, a held call fails closed.
 
 A running row's ``started_at`` is the database's clock (``Now()``), so the reaper compares it
 with the database's clock too and a worker whose clock lags never has a live call reaped.
@@ -111,8 +113,12 @@ class NewCall:
         return digest_of(self.canonical)
 
 
-def write(work: Callable[[], T]) -> T:
-    """Run ``work`` in the ledger's own durable transaction, or raise ``LedgerUnavailable``."""
+def write(work: Callable[[], T], *, each_statement: bool = False) -> T:
+    """Run ``work`` in the ledger's own durable transaction, or raise ``LedgerUnavailable``.
+
+    ``each_statement``: the work's statements stand each on its own (a call's row, its outcome,
+    a conditional move), so they may commit one by one (``run_in_own_transaction``).
+    """
     if caller_blocks_own_transaction():
         # Waiting would wait on the caller itself: SQLite's one writer is its transaction.
         raise LedgerUnavailable(
@@ -122,7 +128,7 @@ def write(work: Callable[[], T]) -> T:
     pause = 0.005
     while True:
         try:
-            return run_in_own_transaction(work, name="nr-llm-ledger")
+            return run_in_own_transaction(work, name="nr-llm-ledger", each_statement=each_statement)
         except DatabaseError as exc:
             if sqlite_refused(exc) and time.monotonic() + pause < waited_until:
                 # Rolled back whole: nothing of it was kept, so it runs again from the start.
@@ -154,7 +160,7 @@ def open_call(
     """
     row = _new_row(call, status, now, error_kind, result_text, call_id)
     try:
-        write(lambda: row.save(force_insert=True))
+        write(lambda: row.save(force_insert=True), each_statement=True)
     except LedgerUnavailable:
         if not _exists(row.id):
             raise
@@ -254,11 +260,11 @@ def finish(
         return work
 
     try:
-        write(ended_with(result_preview_ciphertext=kept, **ended))
+        write(ended_with(result_preview_ciphertext=kept, **ended), each_statement=True)
     except LedgerUnavailable:
         if not kept:
             raise
-        write(ended_with(**ended))
+        write(ended_with(**ended), each_statement=True)
 
 
 def expiry() -> timedelta:

@@ -57,19 +57,23 @@ class Stamp:
 
     def update(self) -> int:
         rows = McpServer.objects.filter(identifier=self.identifier)
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and connection.in_atomic_block:
             # A row another transaction holds (an operator saving the server) is skipped, not
             # waited for: the next operation stamps again. (MySQL refuses an UPDATE that selects
-            # from its own table, and SQLite has no row locks.)
+            # from its own table, SQLite has no row locks, and in autocommit the statement holds
+            # the row only while it commits.)
             locked = rows.select_for_update(skip_locked=True).values("pk")
             rows = McpServer.objects.filter(pk__in=locked)
         return rows.update(last_contact=self.now, last_latency_ms=self.latency_ms)
 
     def __call__(self) -> None:
         try:
-            # A savepoint: a failing write must not leave the transaction it rides in aborted.
-            with transaction.atomic():
-                self.update()
+            if connection.in_atomic_block:
+                # A savepoint: a failing write must not leave the transaction it rides in aborted.
+                with transaction.atomic():
+                    self.update()
+            else:
+                self.update()  # one statement in autocommit (after a call's outcome)
         except Exception:
             # A reporting boundary: the operation already has its answer, and a bookkeeping
             # failure must never turn that into an error.

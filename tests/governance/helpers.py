@@ -66,14 +66,14 @@ def count_ledger_queries(monkeypatch: Any) -> list[str]:
     counted: list[str] = []
     real = own_transaction.run_in_own_transaction
 
-    def counting(work: Any, *, name: str) -> Any:
+    def counting(work: Any, **options: Any) -> Any:
         def measured() -> Any:
             with CaptureQueriesContext(connection) as queries:
                 value = work()
             counted.extend(query["sql"] for query in queries.captured_queries)
             return value
 
-        return real(measured, name=name)
+        return real(measured, **options)
 
     monkeypatch.setattr(ledger, "run_in_own_transaction", counting)
     return counted

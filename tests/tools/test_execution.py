@@ -140,6 +140,24 @@ def test_two_queries_of_the_ledger_per_call_one_for_a_held_call(monkeypatch):
     assert len(counted) == 1 and counted[0].startswith("INSERT"), counted
 
 
+def test_a_sites_execute_wrapper_sees_every_ledger_statement():
+    """Instrumentation installed as Django documents it (``connection.execute_wrapper``, as APM
+    agents do) sees the call's catalogue read and both ledger writes, with their tables."""
+    tool = guarded_tool(requires_approval=False)
+    seen: list[str] = []
+
+    def spy(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(spy):
+        result = tools.execute(tool.tool_name, {"text": "x"}, client=FakeClient())
+    assert not result.is_error, result.text
+    ledger_statements = [sql.split()[0] for sql in seen if "nr_llm_toolcall" in sql]
+    assert ledger_statements == ["INSERT", "UPDATE"], seen
+    assert any(sql.startswith("SELECT") and "nr_llm_mcptool" in sql for sql in seen)
+
+
 def test_the_row_survives_the_callers_rollback_on_postgresql():
     """A caller's rolled-back transaction around execute() leaves the audit row in place."""
     if connection.vendor != "postgresql":
@@ -176,7 +194,7 @@ def test_inside_a_callers_transaction_on_sqlite_no_call_is_sent_without_its_row(
 def test_a_database_refusing_the_running_row_sends_nothing(monkeypatch, caplog):
     """A call needing no approval whose running row the database refuses is not sent either."""
 
-    def refuse(work, *, name):
+    def refuse(work, **options):
         raise OperationalError("the database is shutting down")
 
     monkeypatch.setattr(ledger, "run_in_own_transaction", refuse)
@@ -192,7 +210,7 @@ def test_a_database_refusing_the_running_row_sends_nothing(monkeypatch, caplog):
 def test_a_database_refusing_the_row_fails_an_approval_call_closed(monkeypatch, caplog):
     """Whatever the database: a refused write holds nothing for approval and sends nothing."""
 
-    def refuse(work, *, name):
+    def refuse(work, **options):
         raise OperationalError('relation "nr_llm_toolcall" is locked\nLINE 1: INSERT INTO')
 
     monkeypatch.setattr(ledger, "run_in_own_transaction", refuse)

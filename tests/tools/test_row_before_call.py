@@ -60,9 +60,9 @@ def test_the_call_waits_for_its_row_however_slow_the_write(echo, monkeypatch):
     seen = _rows_when_calls_are_written(monkeypatch)
     real = ledger.run_in_own_transaction
 
-    def slow(work: Any, *, name: str) -> Any:
+    def slow(work: Any, **options: Any) -> Any:
         time.sleep(0.3)
-        return real(work, name=name)
+        return real(work, **options)
 
     monkeypatch.setattr(ledger, "run_in_own_transaction", slow)
     result = tools.execute(echo, {"text": "hi"})
@@ -76,7 +76,7 @@ def test_a_row_that_cannot_be_written_stops_the_call_unsent(echo, monkeypatch, c
     says the call could not run (it was not sent)."""
     seen = _rows_when_calls_are_written(monkeypatch)
 
-    def refused(work: Any, *, name: str) -> Any:
+    def refused(work: Any, **options: Any) -> Any:
         raise OperationalError("the database system is in recovery mode")
 
     monkeypatch.setattr(ledger, "run_in_own_transaction", refused)
