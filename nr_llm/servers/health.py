@@ -18,9 +18,9 @@ server row may be the caller's own uncommitted one, which another connection wou
 on SQLite the caller holds the one write lock; there too a locked row is skipped.
 
 A caller that writes anyway right after the operation (a tool call's ledger outcome) collects
-its stamps (``carried()``) and runs them in that write: one commit for both, no thread and no
-connection of their own; on PostgreSQL a server row another transaction holds is skipped, so
-calls answered at once by one server never queue on its row.
+its stamps (``carried()``). On SQLite they ride in that write (``rides_along()``): one commit
+for both. Elsewhere they are handed over once the outcome is written, not waited for: in
+autocommit a stamp would wait for a server row another transaction holds.
 """
 
 from __future__ import annotations
@@ -116,6 +116,12 @@ def carried() -> Iterator[list[Stamp]]:
         yield stamps
     finally:
         _carrier.reset(token)
+
+
+def rides_along() -> bool:
+    """Whether a caller's carried stamps ride in its next ledger write (SQLite) rather than
+    being ``write``n after it (elsewhere: not waited for)."""
+    return connection.vendor == "sqlite"
 
 
 def write(stamps: list[Stamp]) -> None:

@@ -361,6 +361,9 @@ def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -
     assert trace.call_id is not None
     trace.state = "finished"
     stamps = _taken_stamps(trace)
+    # On SQLite the stamp rides in the outcome's commit (one write lock, one sync); elsewhere it
+    # is handed to a writer after it: the call never waits on a server row someone else holds.
+    riding = stamps if health.rides_along() else []
     try:
         ledger.finish(
             trace.call_id,
@@ -371,13 +374,16 @@ def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -
             result_text=ran.result.text,
             now=wall(),
             structured=ran.result.structured,
-            also=stamps,  # one commit for both
+            also=riding,
         )
     except LedgerUnavailable as exc:
         logger.error(
             "the outcome of tool call %s (%s) was not recorded: %s", trace.call_id, trace.name, exc.for_log()
         )
         health.write(stamps)  # the contact happened all the same
+        return
+    if not riding:
+        health.write(stamps)
 
 
 def _lost(trace: _Trace, call: NewCall, exc: LedgerUnavailable) -> None:

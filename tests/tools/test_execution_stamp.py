@@ -1,11 +1,12 @@
-"""A tool call's health stamp rides in its outcome's ledger write (one commit, no writer job);
-on PostgreSQL a server row another transaction holds is skipped, never waited for; neither the
-stamp nor the outcome can cost the other."""
+"""A tool call's health stamp: on SQLite it rides in its outcome's ledger write (one commit), on
+PostgreSQL it is handed to a writer after the outcome and not waited for, skipping a server row
+another transaction holds; neither the stamp nor the outcome can cost the other."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -57,12 +58,14 @@ def _stamped(server: McpServer) -> tuple[object, object]:
 
 def test_the_stamp_costs_the_call_no_writer_job_of_its_own(monkeypatch):
     """Two ledger writes per call (its row, its outcome), both on the caller's own connection
-    (no transaction open), the stamp in the outcome's transaction: no writer job at all."""
+    (no transaction open), nothing else waited for: on SQLite the stamp in the outcome's
+    transaction, no writer job at all; on PostgreSQL one hand-over, for the stamp."""
     tool = guarded_tool(requires_approval=False)
     jobs = _jobs(monkeypatch)
     result = tools.execute(tool.tool_name, {"text": "hi"}, client=StampingClient())
     assert not result.is_error, result.text
-    assert jobs == []
+    assert own_transaction.settle(10)
+    assert jobs == ([] if connection.vendor == "sqlite" else ["nr-llm-hand-over"])
     assert _stamped(tool.server) == (STAMP, 42)
     assert row_of(result).status == ToolCallStatus.SUCCEEDED
 
@@ -138,8 +141,8 @@ def _occupy_every_writer(release: threading.Event) -> list[Any]:
 
 
 def test_on_postgresql_a_server_row_held_elsewhere_is_skipped_not_waited_for():
-    """An operator's transaction holds the server row: the call's outcome is written at once and
-    its stamp skipped (the next operation stamps again)."""
+    """An operator's transaction holds the server row: the call's outcome is written at once, and
+    its stamp, handed to a writer, skips the row (the next operation stamps again)."""
     _postgresql_only()
     tool = guarded_tool(requires_approval=False)
     holding, release = threading.Event(), threading.Event()
@@ -159,8 +162,11 @@ def test_on_postgresql_a_server_row_held_elsewhere_is_skipped_not_waited_for():
     holder.start()
     try:
         assert holding.wait(10)
+        started = time.monotonic()
         result = tools.execute(tool.tool_name, {"text": "hi"}, client=StampingClient())
+        assert time.monotonic() - started < 5  # the holder keeps the row for 10 s
         assert row_of(result).status == ToolCallStatus.SUCCEEDED
+        assert own_transaction.settle(10)
         assert _stamped(tool.server) == (None, None)
     finally:
         release.set()
