@@ -46,6 +46,16 @@ def _alive(pid: int) -> bool:
         return bool(cursor.fetchone()[0])
 
 
+def _gone(pid: int) -> bool:
+    """The session ``pid`` ended (a closed client's backend leaves pg_stat_activity shortly after)."""
+    deadline = time.monotonic() + 10
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_the_work_commits_even_when_the_caller_rolls_back():
     """PostgreSQL: what the work wrote stays after the caller's rollback."""
     _postgresql_only()
@@ -136,7 +146,7 @@ def test_writers_give_their_connection_back_between_jobs_with_conn_max_age_0(mon
     first = _in_a_writer(_session)
     assert settle(10)
     assert writers().connected() == 0
-    assert not _alive(first)
+    assert _gone(first)
     second = _in_a_writer(_session)
     assert second != first
 
@@ -214,7 +224,7 @@ def test_a_pool_thread_idle_past_conn_max_age_lets_its_connection_go(monkeypatch
     while pool.connected() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pool.connected() == 0
-    assert not _alive(pid)
+    assert _gone(pid)
     threads.close_pool()
 
 
