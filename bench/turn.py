@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.turn [--delay-ms 20] [--rounds 9] [--ops 10]
         [--postgres postgres://postgres@127.0.0.1:5432/nrllm_bench_turn | --postgres none]
-        [--databases sqlite,wal,postgres,postgres-prepared]
+        [--databases sqlite,wal,postgres]
 
 The official SDK server over TLS by name behind bench/wan.py's latency proxy (D ms each way, in a
 process of its own, so its work does not compete with the contenders' for this one's CPU), and
@@ -14,9 +14,8 @@ Compared round by round, so all see the same load:
 - the floor: one POST per call on a kept-alive ``requests`` session (bench/wan.py's);
 - the client's warm call: ``McpClient.call_tool`` as ``mcp_client()`` builds it (health stamp
   included), connections kept;
-- ``tools.execute()``: the same call through the tool API (ceiling, two ledger rows in their
-  own transactions, the stamp), its catalogue row remembered from the call before (the guard
-  in its row's INSERT), and again with the row read anew, as the first call after a change;
+- ``tools.execute()``: the same call through the tool API (its catalogue row read, ceiling, two
+  ledger rows each committed durably in a transaction of its own, the stamp with the outcome);
 - a 4-call turn: ``execute_many``, ``aexecute`` gathered and ``aexecute_many`` (in one event
   loop, as an async view has it), and for reference 4 ``execute()`` one after another;
 - and what no turn can beat on this machine: the client's 4 warm calls at once on 4 threads,
@@ -24,15 +23,10 @@ Compared round by round, so all see the same load:
 - the ledger's floor: what any ledger that commits a row before the call is sent and its
   outcome (with the server's stamp) after it costs here, with nothing of nr_llm's but the
   client: the database driver's own connection (no Django), a table of four columns, one
-  INSERT and one UPDATE of the outcome carrying the stamp (PostgreSQL: one statement, commit
-  relaxed as nr_llm's, which instead hands its stamp to a writer and does not wait for it;
-  SQLite: one transaction, as nr_llm's), around the warm call without its own stamp;
+  INSERT and one UPDATE of the outcome carrying the stamp (PostgreSQL: one statement; SQLite: one
+  transaction), each committed durably as nr_llm's are, around the warm call without its own stamp;
   alone and 4 at once. ``execute()``'s distance from it is what nr_llm itself adds. The driver
   prepares the floor's two statements after 5 uses, as psycopg does by default.
-
-PostgreSQL runs twice: as Django connects by default (no prepared statements), and with
-``OPTIONS["prepare_threshold"]`` 5, as a site that allows prepared statements has it (nr_llm's
-statements are then prepared: ``governance/statements.cursor``).
 
 Ms per call or per turn (median of rounds), and ratios against one floor POST and one warm
 client call. Targets (issue 26): ``execute()`` at most 3 ms over the client's warm call; a
@@ -62,7 +56,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 FLOOR = "floor: one POST, kept-alive `requests`"
 CLIENT = "client's warm call (`McpClient.call_tool`)"
 EXECUTE = "`tools.execute()`"
-REREAD = "`tools.execute()`, its catalogue row read anew (the first call after a change)"
 MANY = "4-call turn: `execute_many`"
 GATHERED = "4-call turn: `aexecute` ×4 gathered"
 AMANY = "4-call turn: `aexecute_many`"
@@ -117,7 +110,6 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
     from nr_llm.models import DataClass, McpServer, McpTool
     from nr_llm.servers.endpoints import endpoint_for
     from nr_llm.servers.health import HealthRecorder
-    from nr_llm.tools import lookup
     from tests.peers import running
     from tests.tls import TestAuthority, sdk_server_tls
 
@@ -178,10 +170,6 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
             for result in tools.execute_many(turn_calls, client=client):
                 check(result)
 
-        def reread() -> None:
-            lookup.forget_all()
-            check(tools.execute("mcp_bench_echo", arguments, client=client))
-
         def serial() -> None:
             for name, args in turn_calls:
                 check(tools.execute(name, args, client=client))
@@ -210,7 +198,6 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
             LEDGER_FLOOR: calls(lambda: at_floor(floors[0], "hi")),
             LEDGER_FLOORS: calls(floors_at_once),
             EXECUTE: calls(lambda: check(tools.execute("mcp_bench_echo", arguments, client=client))),
-            REREAD: calls(reread),
             MANY: calls(many),
             GATHERED: calls(lambda: loop.run_until_complete(gathered())),
             AMANY: calls(lambda: loop.run_until_complete(amany())),
@@ -237,11 +224,7 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
         round: a drift of the machine between rounds moves both alike."""
         return statistics.median(compare(a, b) for a, b in zip(times[name], times[base], strict=True))
 
-    from django.db import connection
-
     label = "PostgreSQL"
-    if connection.settings_dict["OPTIONS"].get("prepare_threshold") is not None:
-        label = "PostgreSQL, prepared statements"
     if vendor == "sqlite":
         label = "SQLite, WAL" if os.environ.get("BENCH_SQLITE_WAL") else "SQLite, rollback journal"
     rows = []
@@ -290,14 +273,13 @@ class _LedgerFloor:
                 autocommit=True,
             )
             self.mark = "%s"
-            relaxed = " RETURNING set_config('synchronous_commit', 'off', true)"
-            self.insert = f"INSERT INTO bench_floor VALUES (%s, 'running', now(), NULL){relaxed}"
+            self.insert = "INSERT INTO bench_floor VALUES (%s, 'running', now(), NULL)"
             # The outcome and the server's stamp in one statement (a data-modifying WITH): the
-            # fewest round trips for both (nr_llm hands its stamp over and does not wait for it).
+            # fewest round trips for both (nr_llm runs the two statements in one transaction).
             self.finish = [
                 "WITH stamp AS (UPDATE nr_llm_mcpserver SET last_contact = now(), last_latency_ms = %s "
                 "WHERE identifier = 'bench') UPDATE bench_floor SET status = 'succeeded', finished = now() "
-                f"WHERE id = %s{relaxed}"
+                "WHERE id = %s"
             ]
             table = (
                 "CREATE TABLE IF NOT EXISTS bench_floor (id uuid PRIMARY KEY, status varchar(20) NOT NULL, "
@@ -373,8 +355,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--databases",
-        default="sqlite,wal,postgres,postgres-prepared",
-        help="which to run, comma-separated (default: all four)",
+        default="sqlite,wal,postgres",
+        help="which to run, comma-separated (default: all three)",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--proxy", nargs=2, help=argparse.SUPPRESS)
@@ -385,14 +367,10 @@ def main() -> None:
     if args.child:
         child(args.delay_ms / 1000, args.rounds, args.ops)
         return
-    prepared = f"{args.postgres}{'&' if '?' in args.postgres else '?'}prepare_threshold=5"
     known = {
         "sqlite": {"DATABASE_URL": ""},
         "wal": {"DATABASE_URL": "", "BENCH_SQLITE_WAL": "1"},
-        # Django's default (no prepared statements: a transaction-pooling PgBouncer cannot keep
-        # them), and as a site that allows them has it (psycopg's own threshold, 5 uses).
         "postgres": {"DATABASE_URL": args.postgres},
-        "postgres-prepared": {"DATABASE_URL": prepared},
     }
     chosen = args.databases.split(",")
     if args.postgres == "none":

@@ -1,68 +1,72 @@
-"""Run database work in a transaction of its own, committed whatever the caller then does.
+"""Run database work in a transaction of its own, committed durably whatever the caller then does.
 
-Django gives each thread its own connection, so the work runs on a writer thread: its
-transaction commits (or rolls back) on its own, and a caller's later rollback (an ``atomic``
-block around a tool call, ``ATOMIC_REQUESTS``) cannot take it back. Used for what must
-outlive the caller's transaction: a rotated refresh token, a tool-call ledger row, a
-server's health stamp.
+A caller with no transaction open runs the work in place, on its own connection, in
+``atomic(durable=True)``: a transaction of its own that no later rollback of the caller's can
+reach, with no thread and no connection of its own. A caller inside a transaction
+(``ATOMIC_REQUESTS``, an ``atomic`` block) hands the work to a writer thread, whose connection
+commits on its own; the caller waits for the commit. Either way every statement goes through
+Django's cursor (the query log, ``execute_wrapper``, APM see it) and commits at the site's own
+durability. Used for what must outlive the caller's transaction: a rotated refresh token, a
+tool-call ledger row, a server's health stamp.
 
-The writers are few and kept: at most ``WRITERS`` threads per process, started on first use,
-each holding its database connection open between writes (checked after an idle spell). A
-write costs a hand-over to a waiting thread and the statement itself: no thread is started
-and no connection opened per write, and the process never holds more than ``WRITERS``
-extra connections (one on SQLite), however many requests write at once. ``close_writers()`` lets go of them
-(a test database about to be dropped); a forked child starts its own.
-
-A tool call's own rows need not even the hand-over: written (``relaxed``) by a caller with no
-transaction open, they run on the caller's own connection, where no rollback of the caller's can
-reach them either: on PostgreSQL as one autocommit statement, on SQLite in a transaction of
-their own, taking the process's SQLite write lock (``_sqlite_writes``) as the writer thread
-does, so they meet each other there, never on the database's one lock.
+Threads the package starts (``Workers``: the writers here, the tool-call pool) use connections
+as a request does: ``close_old_connections()`` before and after each job, so ``CONN_MAX_AGE``,
+``CONN_HEALTH_CHECKS`` and Django's connection pool decide what is kept (with the default
+``CONN_MAX_AGE = 0``, and always with the pool, the connection goes back after every job); an
+idle thread wakes when its connection outlives ``CONN_MAX_AGE`` and lets it go. A connection
+found dead when the work starts (a database restart, a failover, a proxy's idle cut) is closed
+and the work runs once more on a fresh one.
 
 SQLite allows one writer at a time: while the calling thread holds a write transaction, a
-second connection cannot write (in tests, whose shared in-memory database answers "database
-table is locked" at once) or waits for a lock its own caller will never release.
-``caller_blocks_own_transaction()`` tells a caller that case before it tries.
+second connection cannot write. ``caller_blocks_own_transaction()`` tells a caller that case
+before it tries; the process's SQLite writes take one lock (``_sqlite_writes``), so they meet
+each other there, never on the database's lock.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
+import logging
 import os
 import queue
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextvars import ContextVar
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, close_old_connections, connection, connections, transaction
 
 T = TypeVar("T")
+logger = logging.getLogger("nr_llm.ledger")
 
 #: Writer threads (and so extra database connections) per process at most; one on SQLite,
-#: which takes one writer at a time anyway (more would only queue on, or trip over, its lock).
+#: which takes one writer at a time anyway.
 WRITERS = 4
-#: A connection idle this long is checked (one round trip) before it is trusted again: a
-#: server or a proxy may have closed it meanwhile.
-IDLE_CHECK_SECONDS = 30.0
-
-_Job = tuple[Callable[[], Any], "Future[Any]", str]
 #: How long a process that exits waits for the writes it handed over and did not wait for.
 EXIT_GRACE_SECONDS = 2.0
 _SQLITE_BUSY_OR_LOCKED = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (extended codes share the low byte)
-#: One SQLite write in this process at a time, the writer thread's or one done in place: two
-#: would meet on the database's lock instead, which a busy handler waits out in sleeps of
-#: milliseconds and a shared in-memory database refuses at once ("table is locked").
 _sqlite_writes = threading.RLock()
 _IDLE_NAME = "nr-llm-writer"
 
+_Job = tuple[Callable[[], Any], "Future[Any]", str]
 
-class _Writers:
-    """A queue and up to ``WRITERS`` threads that run its jobs, each in one transaction."""
 
-    def __init__(self) -> None:
+def idle_seconds() -> float | None:
+    """How long a thread's idle connection may live: the site's ``CONN_MAX_AGE`` (None: as long
+    as the site lets it; 0: it was closed after the job already)."""
+    age = connections["default"].settings_dict.get("CONN_MAX_AGE", 0)
+    return None if age is None or age == 0 else float(age)
+
+
+class Workers:
+    """A queue and up to ``limit()`` threads that run its jobs, each job a unit of work with its
+    connection recycled around it as Django's request signals recycle a request's."""
+
+    def __init__(self, name: str, limit: Callable[[], int], run: Callable[[Callable[[], Any]], Any]) -> None:
+        self._name = name
+        self._limit = limit
+        self._run = run
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._guard = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -70,18 +74,17 @@ class _Writers:
         self._pending = 0
         self._settled = threading.Condition(self._guard)
 
-    def submit(self, work: Callable[[], T], name: str = _IDLE_NAME) -> Future[T]:
+    def submit(self, work: Callable[[], T], name: str = "") -> Future[T]:
         done: Future[T] = Future()
         with self._guard:
             self._pending += 1
-            # A thread is started only when every one is busy: the count grows with the
-            # writes in flight at once, never with the number of writes.
-            limit = 1 if connection.vendor == "sqlite" else WRITERS
-            if self._pending > len(self._threads) and len(self._threads) < limit:
-                thread = threading.Thread(target=self._serve, name=_IDLE_NAME, daemon=True)
+            # A thread is started only when every one is busy: the count grows with the work
+            # in flight at once, never with the number of jobs.
+            if self._pending > len(self._threads) and len(self._threads) < self._limit():
+                thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
                 self._threads.append(thread)
                 thread.start()
-        self._jobs.put((work, done, name))
+        self._jobs.put((work, done, name or self._name))
         return done
 
     def settle(self, timeout: float = 10.0) -> bool:
@@ -89,8 +92,12 @@ class _Writers:
         with self._settled:
             return self._settled.wait_for(lambda: self._pending == 0, timeout)
 
+    def connected(self) -> int:
+        """How many of the threads hold a database connection now (tests, bench)."""
+        return sum(1 for thread in self._threads if getattr(thread, "nr_llm_connected", False))
+
     def close(self) -> None:
-        """Stop the threads; each closes its connection first. The next write starts anew."""
+        """Stop the threads; each closes its connection first. The next job starts anew."""
         with self._guard:
             threads, self._threads = self._threads, []
         for _ in threads:
@@ -99,81 +106,83 @@ class _Writers:
             thread.join(timeout=10.0)
 
     def _serve(self) -> None:
-        last = time.monotonic()
+        me = threading.current_thread()
         try:
-            while (job := self._jobs.get()) is not None:
-                work, done, name = job
-                # Named for the work while it runs (a debugger's thread list, a log's threadName).
-                threading.current_thread().name = name
-                if time.monotonic() - last > IDLE_CHECK_SECONDS:
-                    _drop_if_unusable()
+            while True:
                 try:
-                    value = _run(work)
+                    job = self._jobs.get(timeout=idle_seconds())
+                except queue.Empty:
+                    # Idle past CONN_MAX_AGE: the connection is let go, as a request's would be.
+                    close_old_connections()
+                    me.nr_llm_connected = connection.connection is not None  # type: ignore[attr-defined]
+                    continue
+                if job is None:
+                    return
+                work, done, name = job
+                me.name = name  # a debugger's thread list, a log's threadName
+                try:
+                    if not done.set_running_or_notify_cancel():
+                        continue  # cancelled before it started: it never starts
+                    close_old_connections()
+                    value = self._run(work)
                 except BaseException as exc:  # handed to the caller, raised there
-                    if isinstance(exc, DatabaseError):
-                        _drop_if_unusable()
                     done.set_exception(exc)
                 else:
                     done.set_result(value)
-                last = time.monotonic()
-                threading.current_thread().name = _IDLE_NAME
-                with self._settled:
-                    self._pending -= 1
-                    self._settled.notify_all()
+                finally:
+                    close_old_connections()
+                    me.nr_llm_connected = connection.connection is not None  # type: ignore[attr-defined]
+                    me.name = self._name
+                    with self._settled:
+                        self._pending -= 1
+                        self._settled.notify_all()
         finally:
             connection.close()
 
 
-def _run(work: Callable[[], T]) -> T:
-    if connection.vendor == "postgresql" and getattr(work, "relaxed_commit", False):
-        # One statement in autocommit, its commit not waiting for the disk (``relaxed``).
-        return _relaxing(work)
-    if connection.vendor == "sqlite":
-        with _sqlite_writes, transaction.atomic():
-            return work()
-    with transaction.atomic():
-        return work()
+def _committed(work: Callable[[], T], each_statement: bool = False) -> T:
+    """``work`` in a durable transaction of its own on this thread's connection (autocommit
+    instead, each statement committing on its own, where ``each_statement`` allows it outside
+    SQLite); a connection found dead closed and the work run once more on a fresh one."""
+    for attempt in (1, 2):
+        raw = None
+        try:
+            connection.ensure_connection()  # with CONN_HEALTH_CHECKS, checked first
+            raw = connection.connection
+            if connection.vendor == "sqlite":
+                with _sqlite_writes, transaction.atomic(durable=True):
+                    return work()
+            if each_statement and connection.get_autocommit():
+                return work()
+            with transaction.atomic(durable=True):
+                return work()
+        except DatabaseError:
+            # Dead: Django dropped the connection the work ran on (and may have opened the next
+            # one already, to restore autocommit), or the one left cannot answer.
+            dead = raw is None or connection.connection is not raw or not _usable()
+            if attempt == 2 or connection.in_atomic_block or not dead:
+                raise  # the work's own failure: a fresh connection would meet it too
+            logger.warning("a database connection was found dead; the write runs again on a new one")
+            connection.close()
+    raise AssertionError("unreachable")
 
 
-#: Set while a relaxed write runs: its statements end in ``relaxed_clause()``.
-_relaxed: ContextVar[bool] = ContextVar("nr_llm_relaxed_commit", default=False)
+def _usable() -> bool:
+    return connection.connection is not None and connection.is_usable()
 
 
-def _relaxing(work: Callable[[], T]) -> T:
-    token = _relaxed.set(True)
-    try:
-        return work()
-    finally:
-        _relaxed.reset(token)
+def _call(work: Callable[[], T]) -> T:
+    return work()
 
 
-def relaxed_clause() -> str:
-    """What a statement of a relaxed write ends with on PostgreSQL, else "".
-
-    ``set_config(..., true)`` in the statement's ``RETURNING`` list sets ``synchronous_commit``
-    for the statement's own (autocommit) transaction only, before it commits: one round trip,
-    and the session keeps its setting (the caller's own connection may run it). A statement
-    that changes no row does not evaluate it, and has nothing of its own to wait for.
-    """
-    if _relaxed.get() and connection.vendor == "postgresql":
-        return " RETURNING set_config('synchronous_commit', 'off', true)"
-    return ""
-
-
-def _drop_if_unusable() -> None:
-    # The next statement opens a fresh connection instead of failing on a dead one.
-    if connection.connection is not None and not connection.is_usable():
-        connection.close()
-
-
-_writers = _Writers()
+_writers = Workers(_IDLE_NAME, lambda: 1 if connection.vendor == "sqlite" else WRITERS, _call)
 
 
 def _forked() -> None:
     # A child does not inherit the parent's threads, only their bookkeeping, and a lock one of
     # them held at the fork would stay held in the child for good.
     global _writers, _sqlite_writes
-    _writers = _Writers()
+    _writers = Workers(_IDLE_NAME, lambda: 1 if connection.vendor == "sqlite" else WRITERS, _call)
     _sqlite_writes = threading.RLock()
 
 
@@ -183,8 +192,7 @@ os.register_at_fork(after_in_child=_forked)
 @atexit.register
 def _settle_at_exit() -> None:
     # Writes handed over and not waited for (a health stamp) would die with the daemon writer
-    # threads: a command or a worker that exits right after its call still gets them written,
-    # within a short grace.
+    # threads: a command that exits right after its call still gets them written, within a grace.
     _writers.settle(EXIT_GRACE_SECONDS)
 
 
@@ -195,82 +203,44 @@ def sqlite_refused(exc: BaseException) -> bool:
     return isinstance(code, int) and code & 0xFF in _SQLITE_BUSY_OR_LOCKED
 
 
-class relaxed(Generic[T]):
-    """``work`` of ONE statement whose commit need not wait for the disk (PostgreSQL's
-    ``synchronous_commit`` off, ``relaxed_clause``): run in autocommit, one round trip, visible
-    to every session and safe from a caller's rollback at once, durable a fraction of a second
-    later. Only what a database server's crash may lose without harm: never a state move another
-    decision relies on (an approval, a claim). Elsewhere (SQLite) it is an ordinary transaction
-    (statements after the first, a health stamp riding along, each in a savepoint swallowing its
-    own failure).
+def run_in_own_transaction(
+    work: Callable[[], T], *, name: str = "nr-llm-own-transaction", each_statement: bool = False
+) -> T:
+    """Run ``work`` in a transaction committed durably on its own; its result is returned only
+    once committed, and its exception (a failed commit's included) is raised here.
 
-    A caller with no transaction open runs it on its own connection (``run_in_own_transaction``):
-    an autocommit statement (PostgreSQL) or a transaction begun and committed there (SQLite) is
-    one no later rollback of the caller's can reach, so no hand-over to a writer thread is
-    needed, nor its wake-ups."""
-
-    relaxed_commit = True
-
-    def __init__(self, work: Callable[[], T]) -> None:
-        self._work = work
-
-    def __call__(self) -> T:
-        return self._work()
-
-
-def run_in_own_transaction(work: Callable[[], T], *, name: str = "nr-llm-own-transaction") -> T:
-    """Run ``work`` in a transaction committed on its own; its result is returned only once
-    committed, and its exception (a failed commit's included) is raised here.
-
-    ``name`` says what the work is for: the writer thread bears it while the work runs.
-    ``relaxed`` work of a caller with no transaction open runs here (``relaxed``).
+    In place when the caller has no transaction open; else on a writer thread named ``name``.
+    ``each_statement``: the work's statements need no transaction around them (each a
+    conditional write standing on its own), so outside SQLite they run in autocommit, each
+    committed durably as it runs: one round trip per statement instead of three (BEGIN, the
+    statement, COMMIT). SQLite keeps one transaction: one sync of the disk for all of them.
     """
-    if getattr(work, "relaxed_commit", False) and _in_place():
-        if connection.vendor == "sqlite":
-            try:
-                return _run(work)  # as a writer runs it: its own transaction, the process's lock
-            except DatabaseError as exc:
-                if not sqlite_refused(exc):
-                    raise
-                # The caller's own connection cannot write now: a read it left open (a
-                # QuerySet.iterator()) keeps, in WAL mode, a snapshot that another connection's
-                # commit has since made stale. A writer's connection has no such read.
-                return _writers.submit(work, name).result()
+    if _in_place():
         try:
-            return _relaxing(work)
-        except DatabaseError:
-            if connection.is_usable():
-                raise  # the statement's own failure: a writer would meet it too
-            # A connection the server closed meanwhile: dropped (the caller's next query opens
-            # a fresh one), and the write goes to a writer, whose connection is checked.
-            connection.close()
-    return _writers.submit(work, name).result()
-
-
-def in_place_relaxed(send: Callable[[], T]) -> T | None:
-    """``send`` run as relaxed work on the caller's own PostgreSQL connection, where such work
-    runs in place (``run_in_own_transaction``: autocommit, no transaction open); None elsewhere.
-    For a statement sent now whose answer is read later (``governance.ahead``)."""
-    if connection.vendor != "postgresql" or not _in_place():
-        return None
-    return _relaxing(send)
+            return _committed(work, each_statement)
+        except DatabaseError as exc:
+            if not (connection.vendor == "sqlite" and sqlite_refused(exc)):
+                raise
+            # The caller's own connection cannot write now: a read it left open (a
+            # QuerySet.iterator()) keeps, in WAL mode, a snapshot another connection's commit
+            # has since made stale. A writer's connection has no such read.
+    return _writers.submit(functools.partial(_committed, work, each_statement), name).result()
 
 
 def _in_place() -> bool:
-    """The calling thread's connection is PostgreSQL's or SQLite's, in autocommit, in no
-    transaction."""
-    if connection.vendor not in ("postgresql", "sqlite") or connection.in_atomic_block:
+    """The calling thread's connection is in autocommit, in no transaction."""
+    if connection.in_atomic_block:
         return False
     try:
         return connection.get_autocommit()
     except DatabaseError:
-        return False  # no connection to be had here now: a writer may have one
+        return True  # no connection now: ``_committed`` opens one, or says why it cannot
 
 
 def hand_over(work: Callable[[], object]) -> Future[object]:
     """Run ``work`` in a transaction of its own without waiting for it (a bookkeeping write
     whose outcome the caller does not need); the returned future says how it ended."""
-    return _writers.submit(work, "nr-llm-hand-over")
+    return _writers.submit(functools.partial(_committed, work), "nr-llm-hand-over")
 
 
 def settle(timeout: float = 10.0) -> bool:
@@ -283,9 +253,13 @@ def close_writers() -> None:
     _writers.close()
 
 
+def writers() -> Workers:
+    return _writers
+
+
 def caller_blocks_own_transaction() -> bool:
     """True when the calling thread's open transaction keeps another connection from writing.
 
-    Only SQLite's single writer makes it so; on PostgreSQL two transactions write side by side.
+    Only SQLite's single writer makes it so; elsewhere two transactions write side by side.
     """
     return connection.vendor == "sqlite" and connection.in_atomic_block

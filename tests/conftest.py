@@ -10,7 +10,6 @@ import pytest
 from nr_llm.mcp.protocol.eras import process_cache
 from nr_llm.mcp.wire.hostgate import ANSWERS
 from nr_llm.mcp.wire.pool import process_pool
-from nr_llm.tools import lookup
 from tests.e2e.chromium import ALLOW_SKIP, INSTALL_COMMAND, SKIP_MARK
 from tests.oauth_peers import oauth_peers
 from tests.tls import tls
@@ -56,16 +55,6 @@ def _forget_protocol_eras() -> Iterator[None]:
     process_cache().clear()
     yield
     process_cache().clear()
-
-
-@pytest.fixture(autouse=True)
-def _forget_remembered_catalogue_rows() -> Iterator[None]:
-    """The rows a process remembers for its tool calls start empty in each test: a test's
-    tool named as an earlier test's would otherwise cost its first call a failed guard (the
-    right outcome, but not the query count a test of the ledger's cost asserts)."""
-    lookup.forget_all()
-    yield
-    lookup.forget_all()
 
 
 @pytest.fixture(autouse=True)

@@ -32,7 +32,7 @@ settings.DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = (
 )
 
 from nr_llm import own_transaction  # noqa: E402
-from nr_llm.governance import ledger, statements  # noqa: E402
+from nr_llm.governance import ledger  # noqa: E402
 from nr_llm.models import McpServer, ToolCall  # noqa: E402
 
 
@@ -45,7 +45,7 @@ def row(name: str) -> ToolCall:
 if mode == "migrate":
     call_command("migrate", verbosity=0)
     for n in range(200):
-        statements.insert(row(f"seed{n}"))
+        row(f"seed{n}").save(force_insert=True)
 elif mode == "stale-read":
     rows = ToolCall.objects.all().iterator(chunk_size=20)
     next(rows)  # a read left open on this connection, as a loop over a queryset has it
@@ -54,7 +54,7 @@ elif mode == "stale-read":
     other.close()
     started = time.monotonic()
     try:
-        ledger.write(lambda: statements.insert(row("in-the-loop")), durable=False)
+        ledger.write(lambda: row("in-the-loop").save(force_insert=True))
         print(f"written in {time.monotonic() - started:.2f} s")
     except ledger.LedgerUnavailable as exc:
         print(f"refused after {time.monotonic() - started:.2f} s: {exc}")

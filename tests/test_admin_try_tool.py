@@ -16,7 +16,7 @@ from .factories import McpServerFactory, McpToolFactory
 
 small_catalogue_url = catalogue_peers.small_catalogue_url
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 
 

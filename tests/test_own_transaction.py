@@ -1,10 +1,14 @@
-"""run_in_own_transaction: work committed apart from the caller's transaction, by a few kept writers."""
+"""run_in_own_transaction and the threads the package starts: work committed apart from the
+caller's transaction, connections used as Django hands them out (CONN_MAX_AGE, health checks,
+a connection found dead)."""
 
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import time
+from typing import Any
 
 import pytest
 from django.db import DatabaseError, connection, transaction
@@ -16,18 +20,45 @@ from nr_llm.own_transaction import (
     caller_blocks_own_transaction,
     close_writers,
     hand_over,
-    relaxed,
     run_in_own_transaction,
     settle,
+    writers,
 )
+from nr_llm.tools import threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def _postgresql_only() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("a session another connection can see or end is PostgreSQL's")
+
+
+def _session() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+def _alive(pid: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+        return bool(cursor.fetchone()[0])
+
+
+def _gone(pid: int) -> bool:
+    """The session ``pid`` ended (a closed client's backend leaves pg_stat_activity shortly after)."""
+    deadline = time.monotonic() + 10
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_the_work_commits_even_when_the_caller_rolls_back():
     """PostgreSQL: what the work wrote stays after the caller's rollback."""
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer: see the next test")
+    _postgresql_only()
     with pytest.raises(RuntimeError), transaction.atomic():
         run_in_own_transaction(lambda: McpServer.objects.create(identifier="kept", name="Kept"))
         raise RuntimeError("the caller fails afterwards")
@@ -53,37 +84,42 @@ def test_the_works_exception_is_raised_in_the_caller_and_nothing_is_kept():
     assert not McpServer.objects.filter(identifier="gone").exists()
 
 
-def _session() -> object:
-    """The writer's database session: PostgreSQL's backend pid, else the DB-API connection."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_backend_pid()")
-            return cursor.fetchone()[0]
-    return connection.connection
+def test_a_caller_with_no_transaction_writes_in_place_durably(monkeypatch):
+    """No transaction open: the work runs on the caller's own connection (its query log sees
+    it), in a durable transaction of its own; no writer job, no thread."""
+    monkeypatch.setattr(own_transaction._writers, "submit", lambda *args, **kwargs: pytest.fail("handed"))
+    seen: list[bool] = []
+
+    def work() -> None:
+        seen.append(connection.in_atomic_block)
+        McpServer.objects.create(identifier="here", name="Here")
+
+    run_in_own_transaction(work)
+    assert seen == [True]
+    assert McpServer.objects.filter(identifier="here").exists()
+    with pytest.raises(RuntimeError), transaction.atomic(durable=True):
+        raise RuntimeError("durable blocks nest nowhere: the work's was its own")
 
 
-def test_writes_start_no_thread_and_open_no_connection_each():
-    """Fifty writes one after another: one writer thread, one database session for all of them
-    (it was a new thread and a new connection per write)."""
-    close_writers()
-    run_in_own_transaction(lambda: None)
-    threads_before = threading.active_count()
-    sessions = [run_in_own_transaction(_session) for _ in range(50)]
-    assert threading.active_count() == threads_before
-    assert all(session is sessions[0] or session == sessions[0] for session in sessions)
-
-
-def test_concurrent_writers_are_bounded():
-    """Twenty threads writing at once are served by at most WRITERS writer threads."""
+def test_writes_inside_the_callers_transaction_are_bounded_to_a_few_writers():
+    """Twenty callers, each inside a transaction, writing at once: at most WRITERS writer
+    threads serve them all, each bearing the work's name while it runs."""
+    _postgresql_only()
     close_writers()
     barrier = threading.Barrier(20)
     names: list[str] = []
     idents: set[int] = set()
 
     def write() -> None:
-        barrier.wait(10)
-        names.append(run_in_own_transaction(lambda: threading.current_thread().name, name="nr-llm-test"))
-        idents.add(run_in_own_transaction(threading.get_ident))
+        try:
+            with transaction.atomic():
+                barrier.wait(10)
+                names.append(
+                    run_in_own_transaction(lambda: threading.current_thread().name, name="nr-llm-test")
+                )
+                idents.add(run_in_own_transaction(threading.get_ident))
+        finally:
+            connection.close()
 
     callers = [threading.Thread(target=write) for _ in range(20)]
     for caller in callers:
@@ -92,24 +128,104 @@ def test_concurrent_writers_are_bounded():
         caller.join(30)
     assert len(names) == 20
     assert 1 <= len(idents) <= WRITERS
-    assert set(names) == {"nr-llm-test"}  # a writer bears the work's name while it runs
+    assert set(names) == {"nr-llm-test"}
 
 
-def test_a_writer_whose_connection_died_reconnects_after_an_idle_spell(monkeypatch):
-    """PostgreSQL ends the writer's session (a restart, an idle timeout): the next write after an
-    idle spell finds the connection unusable, opens a new one, and commits."""
-    if connection.vendor != "postgresql":
-        pytest.skip("a session another connection can end is PostgreSQL's")
-    monkeypatch.setattr(own_transaction, "IDLE_CHECK_SECONDS", 0.0)
-    close_writers()  # one writer, so the next write is served by the one whose session ends
-    first = run_in_own_transaction(_session)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(%s)", [int(str(first))])
-    time.sleep(0.1)
-    second = run_in_own_transaction(_session)
+def _in_a_writer(work: Any) -> Any:
+    """``work`` run by a writer: the caller holds a transaction, so it is handed over."""
+    with transaction.atomic():
+        return run_in_own_transaction(work)
+
+
+def test_writers_give_their_connection_back_between_jobs_with_conn_max_age_0(monkeypatch):
+    """Django's default CONN_MAX_AGE = 0 (and always with its connection pool): the writer's
+    session ends with its job; the next job opens one anew."""
+    _postgresql_only()
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    close_writers()
+    first = _in_a_writer(_session)
+    assert settle(10)
+    assert writers().connected() == 0
+    assert _gone(first)
+    second = _in_a_writer(_session)
     assert second != first
-    run_in_own_transaction(lambda: McpServer.objects.create(identifier="after", name="After"))
+
+
+def test_a_writer_whose_connection_was_killed_reconnects_once_and_writes(monkeypatch, caplog):
+    """Persistent connections (CONN_MAX_AGE None): the database ends the writer's session (a
+    restart, a failover); the next write finds it dead, logs it, and commits on a fresh one."""
+    _postgresql_only()
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", None)
+    close_writers()
+    first = _in_a_writer(_session)
+    assert writers().connected() == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [first])
+    for _ in range(100):
+        if not _alive(first):
+            break
+        time.sleep(0.05)
+    with caplog.at_level(logging.WARNING, "nr_llm.ledger"):
+        second = _in_a_writer(
+            lambda: (McpServer.objects.create(identifier="after", name="After"), _session())[1]
+        )
+    assert second != first
     assert McpServer.objects.filter(identifier="after").exists()
+    assert "found dead" in caplog.text
+    close_writers()
+
+
+def test_with_health_checks_a_killed_writer_connection_is_replaced_before_the_write(monkeypatch, caplog):
+    """CONN_HEALTH_CHECKS on: the writer's next job checks its connection first (Django's own
+    check) and opens a fresh one, so the write never meets the dead one (nothing to run again)."""
+    _postgresql_only()
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", None)
+    monkeypatch.setitem(connection.settings_dict, "CONN_HEALTH_CHECKS", True)
+    close_writers()
+    first = _in_a_writer(_session)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [first])
+    for _ in range(100):
+        if not _alive(first):
+            break
+        time.sleep(0.05)
+    with caplog.at_level(logging.WARNING, "nr_llm.ledger"):
+        second = _in_a_writer(_session)
+    assert second != first
+    assert "found dead" not in caplog.text
+    close_writers()
+
+
+def test_a_writers_own_failure_is_raised_not_run_again(monkeypatch):
+    """A statement the database refuses on a live connection (not a dead one) is raised once:
+    a fresh connection would meet the same refusal."""
+    runs: list[int] = []
+
+    def refused() -> None:
+        runs.append(1)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT * FROM nr_llm_no_such_table")
+
+    with pytest.raises(DatabaseError):
+        run_in_own_transaction(refused)
+    assert runs == [1]
+
+
+def test_a_pool_thread_idle_past_conn_max_age_lets_its_connection_go(monkeypatch):
+    """CONN_MAX_AGE 1 s: a tool-call pool thread keeps its connection after a call, and lets it
+    go once idle past the age, without any further work (its session ends on the server)."""
+    _postgresql_only()  # the tests' in-memory SQLite is never closed (Django keeps it open)
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 1)
+    threads.close_pool()
+    pid = threads.submit(_session).result(10)
+    pool = threads.pool()
+    assert pool.connected() == 1
+    deadline = time.monotonic() + 15
+    while pool.connected() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pool.connected() == 0
+    assert _gone(pid)
+    threads.close_pool()
 
 
 def test_hand_over_does_not_wait_and_settle_does():
@@ -127,138 +243,25 @@ def test_hand_over_does_not_wait_and_settle_does():
     assert done.exception() is None and McpServer.objects.filter(identifier="later").exists()
 
 
-def _postgresql_only() -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("the caller's own connection is used on PostgreSQL only")
+def test_writes_in_place_from_many_threads_and_a_writers_job_all_land():
+    """Threads writing in place at once, and a writer's job beside them: every row committed
+    (on SQLite they meet on the process's one write lock, never on the database's)."""
 
-
-def _caller_session() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        return int(cursor.fetchone()[0])
-
-
-def test_relaxed_work_of_a_caller_in_no_transaction_runs_on_its_own_connection(monkeypatch):
-    """Autocommit, no transaction open: the caller's session runs it, no writer is handed
-    anything, and it is committed (another session sees it) when the call returns; on
-    PostgreSQL and on SQLite alike."""
-    handed: list[str] = []
-    monkeypatch.setattr(own_transaction._writers, "submit", lambda work, name="": handed.append(name))
-    caller = _session()
-    ran_in = run_in_own_transaction(relaxed(_session))
-    run_in_own_transaction(relaxed(lambda: McpServer.objects.create(identifier="here", name="Here")))
-    assert ran_in == caller and handed == []
-    monkeypatch.undo()
-    assert run_in_own_transaction(lambda: McpServer.objects.filter(identifier="here").exists())
-
-
-def test_relaxed_work_done_in_place_that_fails_keeps_nothing():
-    """SQLite, in place as on a writer: the work is one transaction, a failure after its first
-    write takes that write back, and the caller's connection is left in no transaction.
-    (PostgreSQL's relaxed work is one autocommit statement, ``relaxed``.)"""
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite runs relaxed work as a transaction")
-
-    def fail() -> None:
-        McpServer.objects.create(identifier="half", name="Half")
-        raise LookupError("the work failed")
-
-    with pytest.raises(LookupError):
-        run_in_own_transaction(relaxed(fail))
-    assert not connection.in_atomic_block
-    assert not McpServer.objects.filter(identifier="half").exists()
-
-
-def _create(identifier: str, name: str) -> McpServer:
-    return McpServer.objects.create(identifier=identifier, name=name)
-
-
-def test_relaxed_writes_in_place_from_many_threads_and_a_writers_job_all_land():
-    """Callers on threads of their own write in place at once while a writer runs a job: each
-    write lands, none refused (on SQLite they take turns in this process rather than meet on
-    the database's lock, which a shared in-memory database refuses at once)."""
-    names = [f"t{n}" for n in range(12)]
-    failures: list[BaseException] = []
-    start = threading.Barrier(len(names) + 1)
+    def create(identifier: str) -> None:
+        McpServer.objects.create(identifier=identifier, name=identifier)
 
     def caller(name: str) -> None:
         try:
-            start.wait(10)
             for round_ in range(5):
-                run_in_own_transaction(relaxed(functools.partial(_create, f"{name}r{round_}", name)))
-        except BaseException as exc:  # reported below, in the test's thread
-            failures.append(exc)
+                run_in_own_transaction(functools.partial(create, f"{name}r{round_}"))
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=caller, args=(name,)) for name in names]
-    for thread in threads:
-        thread.start()
-    start.wait(10)
-    handed = hand_over(lambda: McpServer.objects.create(identifier="writer", name="Writer"))
-    for thread in threads:
-        thread.join(30)
-    assert handed.result(10) is not None
-    assert failures == []
-    assert McpServer.objects.filter(name__startswith="t").count() == len(names) * 5
-
-
-def test_a_relaxed_statement_leaves_the_callers_session_setting_alone():
-    """The commit that does not wait for the disk is the statement's own: the caller's session
-    still waits for it afterwards (``synchronous_commit`` as the site set it)."""
-    _postgresql_only()
-
-    def write() -> None:
-        assert own_transaction.relaxed_clause()  # the statement asks for it
-        McpServer.objects.create(identifier="relaxed", name="Relaxed")
-
-    run_in_own_transaction(relaxed(write))
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW synchronous_commit")
-        assert cursor.fetchone()[0] == "on"
-    assert own_transaction.relaxed_clause() == ""  # outside the work, no statement asks
-
-
-def test_relaxed_work_inside_the_callers_transaction_goes_to_a_writer():
-    """The caller's rollback must not take it back: inside ``atomic`` it runs on a writer."""
-    _postgresql_only()
-    caller = _caller_session()
-    with pytest.raises(RuntimeError), transaction.atomic():
-        ran_in = run_in_own_transaction(relaxed(_session))
-        run_in_own_transaction(relaxed(lambda: McpServer.objects.create(identifier="kept", name="Kept")))
-        raise RuntimeError("the caller fails afterwards")
-    assert ran_in != caller
-    assert McpServer.objects.filter(identifier="kept").exists()
-
-
-def test_a_callers_connection_that_died_hands_the_write_to_a_writer():
-    """The server ended the caller's session (a restart, an idle timeout): the write is done by
-    a writer instead, and the dead connection is dropped, so the caller's next query opens one."""
-    _postgresql_only()
-    dead = _caller_session()
-
-    def terminate() -> None:  # from another session, as a restart or an idle timeout would
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_terminate_backend(%s)", [dead])
-
-    run_in_own_transaction(terminate)
-    time.sleep(0.1)
-    ran_in = run_in_own_transaction(relaxed(_session))
-    assert ran_in != dead
-    assert _caller_session() not in (dead, ran_in)  # the caller reconnected on its own
-
-
-def test_a_relaxed_statements_own_failure_is_raised_not_retried(monkeypatch):
-    """A statement the database refuses on a healthy connection fails here; a writer would
-    only meet the same refusal."""
-    _postgresql_only()
-    handed: list[str] = []
-    monkeypatch.setattr(own_transaction._writers, "submit", lambda work, name="": handed.append(name))
-
-    def refused() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT * FROM nr_llm_no_such_table")
-
-    with pytest.raises(DatabaseError):
-        run_in_own_transaction(relaxed(refused))
-    assert handed == []
+    callers = [threading.Thread(target=caller, args=(f"t{n}",)) for n in range(4)]
+    for each in callers:
+        each.start()
+    handed = hand_over(functools.partial(create, "writer"))
+    for each in callers:
+        each.join(30)
+    handed.result(10)
+    assert McpServer.objects.count() == 21

@@ -14,7 +14,7 @@ from nr_llm.models import DataClass
 from .factories import McpServerFactory, McpToolFactory
 from .fakes import FakeClient
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 

@@ -11,7 +11,7 @@ from tests.peers import sdk_server
 
 from .factories import McpServerFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.e2e]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from ..conf import conf
@@ -160,7 +161,7 @@ def claim(call_id: uuid.UUID, clock: WallClock) -> Claim | None:
             Q(expires_at__isnull=True) | Q(expires_at__gt=now),
             pk=call_id,
             status=ToolCallStatus.APPROVED,
-        ).update(status=ToolCallStatus.RUNNING, started_at=now)
+        ).update(status=ToolCallStatus.RUNNING, started_at=Now())  # the reaper's clock
         call = ToolCall.objects.filter(pk=call_id).first()
         if call is None:
             return None
@@ -168,7 +169,8 @@ def claim(call_id: uuid.UUID, clock: WallClock) -> Claim | None:
             _expire_if_due(call, now)
         return Claim(call, bool(claimed))
 
-    return ledger.write(move)
+    # The conditional UPDATE decides alone: it needs no transaction around the read after it.
+    return ledger.write(move, each_statement=True)
 
 
 def expire_due(clock: WallClock | None = None) -> int:

@@ -12,18 +12,17 @@ still be running. A local tool has no deadline: one that runs longer than that b
 plus ``MARGIN_SECONDS`` is reaped too (its late outcome is then not recorded), the price of
 never leaving a dead worker's row running for good.
 
-A worker clock jumped forward does not reap live calls: the age counts from the database
-server's clock when it is behind (dbclock.py). It runs at the start of every prune
-(``mcp_prune_ledger`` and the ``prune_ledger`` task).
+Both sides of the comparison are the database server's clock: a running row's ``started_at``
+is written as the database's ``Now()`` (``ledger``, ``decisions.claim``) and the cutoff counts
+back from ``dbclock.database_now()``, so no worker's clock, ahead or behind, reaps a live call.
+It runs at the start of every prune (``mcp_prune_ledger`` and the ``prune_ledger`` task).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db.models import Max, Q
-from django.utils import timezone
 
 from ..conf import conf
 from . import dbclock, ledger
@@ -46,10 +45,10 @@ def longest_budget() -> float:
     return max(conf.MCP_OPERATION_TIMEOUT, float(override))
 
 
-def reap(*, clock: Callable[[], datetime] = timezone.now) -> int:
+def reap() -> int:
     """Mark overdue running calls failed, may have run; return how many."""
-    now = clock()
-    cutoff = dbclock.not_ahead(now) - timedelta(seconds=longest_budget() + MARGIN_SECONDS)
+    now = dbclock.database_now()
+    cutoff = now - timedelta(seconds=longest_budget() + MARGIN_SECONDS)
     overdue = Q(started_at__lt=cutoff) | Q(started_at__isnull=True, created__lt=cutoff)
     answer = ledger.preview(ABANDONED_TEXT)
     # One UPDATE, conditional on the state: a worker that records its outcome first wins, and

@@ -83,7 +83,7 @@ def prune(
     keep = conf.LEDGER_RETENTION_DAYS if days is None else days
     if keep < 0:
         raise ValueError(f"days must be 0 or more, not {keep}")
-    reaped = reaper.reap(clock=clock) if reap else 0
+    reaped = reaper.reap() if reap else 0
     if keep == 0:
         return PruneReport(days=0, cutoff=None, reaped=reaped)
     cutoff = _cutoff(clock(), keep)

@@ -4,25 +4,23 @@ An operator reading "last contact 2 minutes ago" next to a failing tool knows th
 server answers and the tool is the problem; so only a completed operation may stamp,
 and the stamp must never cost the caller its answer, nor its time.
 
-The stamp is handed to the writer threads (``nr_llm.own_transaction``) and not waited for: it
-runs on their connection, never on the caller's, and on PostgreSQL skips a row another
-transaction holds (``FOR UPDATE SKIP LOCKED``): a call that already has its answer never waits
-on someone else's lock, and the next operation stamps again. A server's stamp that finds an
-earlier one of the same server still waiting for a writer takes its place (the row keeps the
-latest contact either way): however many calls a server answers at once, it costs at most one
-waiting write. On SQLite, whose one write lock the writer thread takes for stamps and ledger rows
-alike, the caller waits for its stamp (no row lock to wait on there), so its own next write
-never meets it. A caller inside a transaction of its own (``ATOMIC_REQUESTS``, an ``atomic``
-block) keeps the stamp in a savepoint of it: the server row may be the caller's own uncommitted
-one, which another connection would not see, and on SQLite the caller holds the one write lock;
-there too a locked row is skipped.
+An operation's stamp (an import, a ping) is handed to the writer threads
+(``nr_llm.own_transaction``) and not waited for: it runs on their connection, never on the
+caller's, and on PostgreSQL skips a row another transaction holds (``FOR UPDATE SKIP LOCKED``):
+a call that already has its answer never waits on someone else's lock, and the next operation
+stamps again. A server's stamp that finds an earlier one of the same server still waiting for a
+writer takes its place (the row keeps the latest contact either way): however many calls a
+server answers at once, it costs at most one waiting write. On SQLite, whose one write lock the
+writer thread takes for stamps and ledger rows alike, the caller waits for its stamp (no row
+lock to wait on there), so its own next write never meets it. A caller inside a transaction of
+its own (``ATOMIC_REQUESTS``, an ``atomic`` block) keeps the stamp in a savepoint of it: the
+server row may be the caller's own uncommitted one, which another connection would not see, and
+on SQLite the caller holds the one write lock; there too a locked row is skipped.
 
 A caller that writes anyway right after the operation (a tool call's ledger outcome) collects
 its stamps (``carried()``). On SQLite they ride in that write (``rides_along()``): one commit
-instead of two. On PostgreSQL they are handed over once the outcome is written: a statement of
-their own on a writer's connection, which the caller does not wait for (carried in the outcome's
-statement, the server row's update cost the caller most of a millisecond, measured in
-``bench/turn.py``).
+for both. Elsewhere they are handed over once the outcome is written, not waited for: in
+autocommit a stamp would wait for a server row another transaction holds.
 """
 
 from __future__ import annotations
@@ -39,10 +37,9 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from ..governance import statements
 from ..mcp.protocol.endpoint import Endpoint
 from ..models import McpServer
-from ..own_transaction import hand_over, relaxed
+from ..own_transaction import hand_over
 
 logger = logging.getLogger("nr_llm.health")
 
@@ -56,21 +53,27 @@ class Stamp:
     def __init__(self, identifier: str, now: datetime, latency_ms: int) -> None:
         self.identifier = identifier
         self.now = now
-        self.update = statements.Update(
-            McpServer,
-            {"last_contact": now, "last_latency_ms": max(0, int(latency_ms))},
-            {"identifier": identifier},
-            skip_locked=connection.features.has_select_for_update_skip_locked,
-        )
+        self.latency_ms = max(0, int(latency_ms))
+
+    def update(self) -> int:
+        rows = McpServer.objects.filter(identifier=self.identifier)
+        if connection.vendor == "postgresql" and connection.in_atomic_block:
+            # A row another transaction holds (an operator saving the server) is skipped, not
+            # waited for: the next operation stamps again. (MySQL refuses an UPDATE that selects
+            # from its own table, SQLite has no row locks, and in autocommit the statement holds
+            # the row only while it commits.)
+            locked = rows.select_for_update(skip_locked=True).values("pk")
+            rows = McpServer.objects.filter(pk__in=locked)
+        return rows.update(last_contact=self.now, last_latency_ms=self.latency_ms)
 
     def __call__(self) -> None:
         try:
             if connection.in_atomic_block:
                 # A savepoint: a failing write must not leave the transaction it rides in aborted.
                 with transaction.atomic():
-                    statements.run(self.update)
+                    self.update()
             else:
-                statements.run(self.update)  # autocommit (a relaxed write on PostgreSQL)
+                self.update()  # one statement in autocommit (after a call's outcome)
         except Exception:
             # A reporting boundary: the operation already has its answer, and a bookkeeping
             # failure must never turn that into an error.
@@ -116,9 +119,9 @@ def carried() -> Iterator[list[Stamp]]:
 
 
 def rides_along() -> bool:
-    """Whether a caller's carried stamps ride in its next ledger write (SQLite: one commit for
-    both) rather than being ``write``n after it (PostgreSQL: not waited for)."""
-    return connection.vendor != "postgresql"
+    """Whether a caller's carried stamps ride in its next ledger write (SQLite) rather than
+    being ``write``n after it (elsewhere: not waited for)."""
+    return connection.vendor == "sqlite"
 
 
 def write(stamps: list[Stamp]) -> None:
@@ -128,14 +131,12 @@ def write(stamps: list[Stamp]) -> None:
     if connection.vendor == "sqlite":
         # One write at a time: a caller's next write must not meet its own stamp holding
         # the lock (an in-memory database refuses at once instead of waiting).
-        wait([hand_over(relaxed(lambda: _each(stamps)))])
+        wait([hand_over(lambda: _each(stamps))])
         return
     identifiers = _waiting.put(stamps)
     if identifiers:
-        # A stamp is not worth a wait for the disk: if a database server's crash loses it, the
-        # next operation stamps again.
         try:
-            hand_over(relaxed(lambda: _each(_waiting.take(identifiers))))
+            hand_over(lambda: _each(_waiting.take(identifiers)))
         except Exception:
             # No writer to take them (a thread cannot start, at shutdown): taken back, so the
             # server's next stamp hands over a job of its own instead of waiting behind these.

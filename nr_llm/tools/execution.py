@@ -1,24 +1,22 @@
 """``execute`` and ``resume``: run a tool, leave a ledger row, hold a call for approval.
 
+A call moves through explicit states (``_Trace.state``):
+
+- ``prepared``: its name, arguments and catalogue row read, nothing written;
+- ``refused``: it may not run (unknown, invalid, above the ceiling, disabled...): its row is
+  written finished, and nothing is sent;
+- ``held``: its server requires approval: its row awaits an operator, nothing is sent
+  (``resume(call_id)`` runs it once approved, exactly the arguments approved, exactly once);
+- ``recorded``: its running row is committed, durably, before anything of it is sent; a row
+  that cannot be written stops the call unsent;
+- ``sent``: handed to the MCP client: from here a failure may come after it ran;
+- ``finished``: its outcome is written, the row is no longer running.
+
 Neither raises: a tool's failure, a refusal, and whatever else goes wrong (a database or
 credential error included) come back as an ``is_error`` result naming the server, the
-traceback in the log with the server's credential masked. A tool of a server that requires
-approval is not contacted by ``execute``: the call is recorded as awaiting approval and the
-result says so with the call's id; ``resume(call_id)`` runs it once approved, exactly the
-arguments approved, exactly once.
-
-A ledger row that cannot be written (``LedgerUnavailable``) fails an approval-requiring call
-closed (it could never be approved); any other call runs and the lost row is logged at ERROR.
-
-A call may be prepared from the catalogue row the process read last (``lookup.remembered``):
-its ledger row is then written only if the catalogue still holds that row exactly (a guard in
-the same statement). Whatever else happens to such a call before anything is sent (the guard
-finds a change, a refusal, the ledger cannot be written) sends it back to read the row anew
-and start again, so every decision that lets a call run rests on the catalogue as it is.
-
-What the model reads is true: a call "could not run" only when it was never sent or the
-server's answer proves it refused before running (``resend.may_have_run`` decides); otherwise
-it "may have run", and the ledger records the same (``ledger.may_have_run_kind``).
+traceback in the log with the server's credential masked. What the model reads is written in
+``told.py``: "could not run" only when the call was never sent or the server's answer proves it
+refused; otherwise "may have run", and the ledger records the same.
 """
 
 from __future__ import annotations
@@ -29,38 +27,40 @@ import logging
 import time
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from django.db import connection
 from django.utils import timezone
 
 from ..authorization import runtime as authorization
 from ..governance import ceiling as ceilings
 from ..governance import decisions, ledger
 from ..governance.decisions import DecisionRefused
-from ..governance.ledger import GuardFailed, LedgerUnavailable, NewCall, WallClock
+from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
-from ..governance.statements import Guard
-from ..mcp import CallOutcome, Endpoint, McpClient, McpTransportError
+from ..mcp import CallOutcome, Endpoint, McpTransportError
 from ..mcp.protocol import content, resend
-from ..mcp.wire import first_write
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import clean, encodable
 from ..models import DEFINITION_CHANGED, McpTool
 from ..servers import credentials, health
 from ..servers.endpoints import endpoint_for, mcp_client
-from . import telemetry
+from . import telemetry, told
 from .arguments import checked_arguments, refusal_text
-from .lookup import forget, remembered, tool_by_name
+from .lookup import tool_by_name
 from .registry import LocalTool, local_tool
-from .results import ToolResult, ToolStatus
+from .results import ToolResult
 from .threads import refuse_in_event_loop
 
 logger = logging.getLogger("nr_llm.tools")
+
+#: Kept for callers that import it from here (``told.MAY_HAVE_RUN``).
+MAY_HAVE_RUN = told.MAY_HAVE_RUN
+
+State = Literal["prepared", "refused", "held", "recorded", "sent", "finished"]
 
 
 class ToolCaller(Protocol):
@@ -81,33 +81,22 @@ class _Trace:
     """What the reporting boundary needs to name, filled in as the call goes on."""
 
     name: str
+    state: State = "prepared"
     server: str = ""
     origin: str = ""
     call_id: uuid.UUID | None = None
-    #: The row says "running": every way out must record how it ended.
-    running: bool = False
     # The server's credential, for masking it in a logged traceback; never in repr (a local of
     # every frame below execute(), which an error reporter records).
     secret: str | None = field(default=None, repr=False)
     #: ``execute``'s call as far as it is known: the boundary records it if nothing else did.
     call: NewCall | None = None
-    #: The call was handed to the MCP client: from here a failure may come after it ran.
-    sent: bool = False
     #: The server's health stamps of the call, written with its outcome (one write, not two).
     stamps: list[health.Stamp] = field(default_factory=list, repr=False)
-    #: The call was prepared from a remembered row: its first write holds this guard.
-    guard: Guard | None = field(default=None, repr=False)
-    #: The call's row sent ahead of its request (``ledger.open_running``), its answer not read yet.
-    opening: ledger.Opening | None = field(default=None, repr=False)
-    #: The key of the call's one ledger row, kept when the call starts again from a row read
-    #: anew: a first write that reported a failure but was done after all then meets the
-    #: second (a conflict, so the call is treated as unrecorded) instead of leaving two rows.
-    row_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
-
-class _Reread(first_write.Withheld):
-    """A call prepared from a remembered row must read it anew and start again (nothing was
-    sent, nothing written). Raised where a request would be written, it withholds it."""
+    @property
+    def running(self) -> bool:
+        """The row says "running": every way out must record how it ended."""
+        return self.state in ("recorded", "sent") and self.call_id is not None
 
 
 @dataclass(frozen=True)
@@ -142,14 +131,7 @@ def execute(
     try:
         # Inside the boundary: even a name that cannot be turned into text is an error result.
         trace.name = clean(name, ledger.NAME_CHARS)
-        try:
-            return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, fresh=False)
-        except _Reread:
-            assert isinstance(name, str)
-            forget(name)
-            telemetry.undescribe()
-            trace = _Trace(trace.name, row_id=trace.row_id)
-            return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, fresh=True)
+        return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall)
     except Exception as exc:
         return _unexpected(trace, exc, wall)
 
@@ -184,8 +166,6 @@ def _execute(
     actor: object,
     data_class_ceiling: str | None,
     wall: WallClock,
-    *,
-    fresh: bool,
 ) -> ToolResult:
     if arguments is None:
         arguments = {}
@@ -206,8 +186,9 @@ def _execute(
     call = trace.call = dataclasses.replace(call, data_class_ceiling=ceiling)
     local = local_tool(name)
     if local is not None:
-        return _run_recorded(trace, call, lambda: _run_local(local, arguments), wall)
-    row, trace.guard = _catalogue_row(name, fresh)
+        given: dict[str, Any] = arguments
+        return _run_recorded(trace, call, lambda: _run_local(local, given), wall)
+    row = _catalogue_row(name)
     if row is None:
         return _refused(trace, call, "unknown_tool", f"unknown tool {clean(name)!r}", wall)
     server = row.server
@@ -223,56 +204,26 @@ def _execute(
     )
     refusal = _refusal(row, ceiling)
     if refusal is not None:
-        _reread_if_remembered(trace)
         return _refused(trace, call, *refusal, wall)
     # Checked against the server's own schema before anything is sent (or held for approval).
     arguments, problems = checked_arguments(row.input_schema, arguments)
     if problems:
-        _reread_if_remembered(trace)
         return _refused(trace, call, "invalid_arguments", refusal_text(name, problems), wall)
     call = trace.call = dataclasses.replace(call, canonical=ledger.canonical_json(arguments))
     if server.requires_approval:
         return _hold(trace, call, wall)
-    return _run_recorded(
-        trace, call, lambda: _run_remote(trace, row, arguments, client), wall, ahead=_waits_for_row(client)
-    )
+    return _run_recorded(trace, call, lambda: _run_remote(trace, row, arguments, client), wall)
 
 
 #: The row a turn's plan read for the call this thread runs (``turn.py``): not read twice.
 _planned_row: ContextVar[McpTool | None] = ContextVar("nr_llm_planned_row", default=None)
 
 
-def _catalogue_row(name: str, fresh: bool) -> tuple[McpTool | None, Guard | None]:
-    """The row a call runs, and the guard its first write needs (None: the row was just read)."""
+def _catalogue_row(name: str) -> McpTool | None:
     planned = _planned_row.get()
     if planned is not None and planned.tool_name == name:
-        return planned, None
-    # A caller inside a transaction reads the row in it: the guard, written on another
-    # connection, would not see that transaction's own changes.
-    if not fresh and not connection.in_atomic_block:
-        found = remembered(name)
-        if found is not None:
-            return found
-    return tool_by_name(name), None
-
-
-def _reread_if_remembered(trace: _Trace) -> None:
-    """A refusal (or a lost row) decided on a remembered row is decided again on the row as it
-    is: an operator may have just enabled the tool, or widened its schema."""
-    if trace.guard is not None:
-        raise _Reread
-
-
-def _opened(trace: _Trace, call: NewCall, status: str, wall: WallClock) -> uuid.UUID:
-    """``ledger.open_call`` with the trace's guard; a guard that fails sends the call back."""
-    try:
-        return ledger.open_call(call, status, wall(), guard=trace.guard, call_id=trace.row_id)
-    except GuardFailed as exc:
-        raise _Reread from exc
-    except LedgerUnavailable as exc:
-        if trace.guard is not None:
-            raise _Reread from exc
-        raise
+        return planned
+    return tool_by_name(name)
 
 
 @contextmanager
@@ -336,12 +287,11 @@ def _refusal(row: McpTool, ceiling: str) -> tuple[str, str] | None:
 
 
 def _refused(trace: _Trace, call: NewCall, kind: str, text: str, wall: WallClock) -> ToolResult:
+    trace.state = "refused"
     telemetry.note_error(kind)
     result = ToolResult(text, True, trace.server, "failed")
     try:
-        call_id = ledger.open_call(
-            call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text, call_id=trace.row_id
-        )
+        call_id = ledger.open_call(call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text)
     except LedgerUnavailable as exc:
         _lost(trace, call, exc)
         return result
@@ -349,8 +299,9 @@ def _refused(trace: _Trace, call: NewCall, kind: str, text: str, wall: WallClock
 
 
 def _hold(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
+    trace.state = "held"
     try:
-        call_id = _opened(trace, call, ToolCallStatus.AWAITING_APPROVAL, wall)
+        call_id = ledger.open_call(call, ToolCallStatus.AWAITING_APPROVAL, wall())
     except LedgerUnavailable as exc:
         # Fail closed: a call no one can find can never be approved, so it is not run either.
         logger.error(
@@ -359,94 +310,43 @@ def _hold(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
             trace.server,
             exc.for_log(),
         )
-        return ToolResult(
-            f"{trace.origin} requires an operator's approval for {trace.name!r}, and the call could not be "
-            f"recorded for one ({exc}); it was not run.",
-            True,
-            trace.server,
-            "failed",
-        )
+        return ToolResult(told.not_held(trace.origin, trace.name, exc), True, trace.server, "failed")
     return ToolResult(
-        f"{trace.origin} requires an operator's approval for {trace.name!r}: the call is recorded as tool "
-        f"call {call_id} and has not run. It runs when it is approved and resumed; do not call it again.",
-        False,
-        trace.server,
-        "awaiting_approval",
-        call_id,
+        told.held(trace.origin, trace.name, call_id), False, trace.server, "awaiting_approval", call_id
     )
 
 
-def _run_recorded(
-    trace: _Trace, call: NewCall, run: Any, wall: WallClock, *, ahead: bool = False
-) -> ToolResult:
-    # The row is committed before the call can reach the server. ``ahead``: the client reads the
-    # row's answer where it would write the request (``_settle``), so on PostgreSQL the database
-    # writes it while the client builds the request (``governance.ahead``). Writing it on another
-    # thread beside the building was tried and measured slower: the two halves share one
-    # interpreter lock, where this leaves the waiting to the socket.
-    opening = ledger.open_running(
-        call, wall(), guard=trace.guard, call_id=trace.row_id, ahead_of_request=ahead
-    )
-    if opening.sent is not None:
-        trace.opening = opening
-    else:
-        _settled(trace, call, opening)
+def _run_recorded(trace: _Trace, call: NewCall, run: Callable[[], _Ran], wall: WallClock) -> ToolResult:
+    """Commit the call's running row, then run it; a row that cannot be written stops it unsent."""
+    try:
+        trace.call_id = ledger.open_call(call, ToolCallStatus.RUNNING, wall())
+    except LedgerUnavailable as exc:
+        _lost(trace, call, exc)
+        trace.state = "refused"
+        telemetry.note_error("not_recorded")
+        where = trace.origin or f"local tool {trace.name!r}"
+        return ToolResult(told.not_recorded(where, trace.name, exc), True, trace.server, "failed")
+    trace.state = "recorded"
     return _finish(trace, run, time.monotonic(), wall)
 
 
-def _settled(trace: _Trace, call: NewCall, opening: ledger.Opening) -> None:
-    """How the call's first write ended: a guard that failed (or a lost guarded row) sends the
-    call back to read its row anew, before anything is sent; any other lost row is logged and
-    the call goes on (it needs no approval)."""
+def _finish(trace: _Trace, run: Callable[[], _Ran], started: float, wall: WallClock) -> ToolResult:
     try:
-        trace.call_id = opening.settle()
-        trace.running = True
-    except GuardFailed as exc:
-        raise _Reread from exc
-    except LedgerUnavailable as exc:
-        if trace.guard is not None:
-            raise _Reread from exc
-        _lost(trace, call, exc)
-
-
-def _settle(trace: _Trace) -> None:
-    """The row sent ahead, settled once (``_settled``); what it decided stands for every later
-    request of the call (first_write asks before each)."""
-    opening = trace.opening
-    if opening is None:
-        return
-    if opening.sent is not None:
-        assert trace.call is not None
-        _settled(trace, trace.call, opening)
-    elif trace.call_id is None and trace.guard is not None:
-        raise _Reread  # it sent the call back already: nothing of it may be written now
-
-
-def _waits_for_row(client: ToolCaller | None) -> bool:
-    """The client writes its requests through ``mcp.wire`` (which asks ``first_write`` first):
-    nr_llm's own, not a site's ToolCaller, which knows no such hook."""
-    return client is None or type(client).call_tool is McpClient.call_tool
-
-
-def _finish(trace: _Trace, run: Any, started: float, wall: WallClock) -> ToolResult:
-    try:
-        try:
-            ran: _Ran = run()
-        finally:
-            # A row sent ahead whose answer the client never read (it failed, or wrote nothing):
-            # read now. A guard that failed then means nothing was sent: the call starts again.
-            _settle(trace)
+        ran = run()
     except BaseException as exc:
-        if not isinstance(exc, Exception) and trace.call_id is not None and trace.running:
+        if not isinstance(exc, Exception) and trace.running:
             # Interrupted (KeyboardInterrupt, SystemExit, a CancelledError thrown into this
             # thread): the call may have been sent, so the row says so instead of "running".
-            _record_outcome(trace, _interrupted(trace, exc), started, wall)
+            where = trace.origin or repr(trace.name)
+            text = told.interrupted(where, trace.name, exc)
+            kind = ledger.may_have_run_kind("interrupted")
+            _record_outcome(trace, _Ran(ToolResult(text, True, trace.server, "failed"), kind), started, wall)
         raise
     finally:
-        if trace.call_id is None or not trace.running:
-            _write_stamps(trace)  # no outcome write to ride in
+        if not trace.running:
+            health.write(_taken_stamps(trace))  # no outcome write to ride in
     telemetry.note_error(ran.error_kind)
-    if trace.call_id is not None and trace.running:
+    if trace.running:
         _record_outcome(trace, ran, started, wall)
     return dataclasses.replace(ran.result, call_id=trace.call_id)
 
@@ -457,16 +357,12 @@ def _taken_stamps(trace: _Trace) -> list[health.Stamp]:
     return stamps
 
 
-def _write_stamps(trace: _Trace) -> None:
-    health.write(_taken_stamps(trace))
-
-
 def _record_outcome(trace: _Trace, ran: _Ran, started: float, wall: WallClock) -> None:
     assert trace.call_id is not None
-    trace.running = False
+    trace.state = "finished"
     stamps = _taken_stamps(trace)
-    # On SQLite the stamp rides in the outcome's write: one commit instead of two. On
-    # PostgreSQL it is handed over after it, not waited for (``health.rides_along``).
+    # On SQLite the stamp rides in the outcome's commit (one write lock, one sync); elsewhere it
+    # is handed to a writer after it: the call never waits on a server row someone else holds.
     riding = stamps if health.rides_along() else []
     try:
         ledger.finish(
@@ -501,24 +397,8 @@ def _lost(trace: _Trace, call: NewCall, exc: LedgerUnavailable) -> None:
     )
 
 
-def _interrupted(trace: _Trace, exc: BaseException) -> _Ran:
-    text = (
-        f"{trace.origin or repr(trace.name)} may have run {trace.name!r}: the call was interrupted "
-        f"in this site ({type(exc).__name__}) before its answer was read; check its effect before "
-        "calling it again"
-    )
-    return _Ran(ToolResult(text, True, trace.server, "failed"), ledger.may_have_run_kind("interrupted"))
-
-
 def _origin(row: McpTool) -> str:
     return f'MCP server "{row.server.name}" ({row.server.identifier})'
-
-
-#: What a model is told to do about a call that may have run.
-MAY_HAVE_RUN = (
-    ": it was sent and no answer proves it was refused; do not assume it failed, and check its "
-    "effect before calling it again"
-)
 
 
 def _run_local(tool: LocalTool, arguments: dict[str, Any]) -> _Ran:
@@ -542,17 +422,16 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
     trace.secret = endpoint.credential
     era = kind = ""
     caller = client or mcp_client()
-    trace.sent = True
+    trace.state = "sent"
     try:
         # The client's health stamp goes with the outcome's ledger write (_record_outcome).
         with health.carried() as stamps:
             try:
                 # The imported schema goes along: a 2026-07-28 server reads x-mcp-header arguments
                 # as headers.
-                with first_write.waiting_for(lambda: _settle(trace)):
-                    outcome = caller.call_tool(
-                        endpoint, row.remote_name, arguments, input_schema=row.input_schema
-                    )
+                outcome = caller.call_tool(
+                    endpoint, row.remote_name, arguments, input_schema=row.input_schema
+                )
             finally:
                 trace.stamps += stamps
     except McpTransportError as exc:
@@ -563,9 +442,9 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
         elif resend.may_have_run(exc):
             # "Could not run" would invite the loop to run it again.
             kind = ledger.may_have_run_kind(exc.kind)
-            text = f"{origin} may have run {row.remote_name!r}{MAY_HAVE_RUN}: {exc}"
+            text = told.may_have_run(origin, row.remote_name, exc)
         else:
-            text = f"{origin} could not run {row.remote_name!r}: {exc}"
+            text = told.could_not_run(origin, row.remote_name, exc)
     else:
         # Checked against the schema the operator enabled, not one the server might send now.
         outcome = content.conform(outcome, row.output_schema)
@@ -573,9 +452,9 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
         outcome = content.masked(outcome, lambda text: redact(text, endpoint.credential))
         is_error, era = outcome.is_error, outcome.era
         kind = ("invalid_result" if outcome.mismatch else "tool_error") if is_error else ""
-        text = f"{origin} reported an error: {outcome.text}" if is_error else outcome.text
+        text = told.reported_error(origin, outcome.text) if is_error else outcome.text
         if outcome.mismatch:
-            text = f"{origin} ran {row.remote_name!r}, but {outcome.text}; do not rely on its answer"
+            text = told.unreliable(origin, row.remote_name, outcome.text)
         result = ToolResult(
             text, is_error, server.identifier, content=outcome.content, structured=outcome.structured
         )
@@ -594,27 +473,17 @@ def _unexpected(trace: _Trace, exc: Exception, wall: WallClock) -> ToolResult:
         redact(traceback.format_exc(), trace.secret).rstrip(),
     )
     where = trace.origin or (f"tool {trace.name!r}" if trace.name else "the tool call")
-    failure = f"an unexpected {type(exc).__name__} in this site; the details are in the site's log"
-    kind = "internal"
-    if trace.sent:
-        # Raised after the call went to the client: the server may have run it.
-        kind = ledger.may_have_run_kind(kind)
-        text = f"{where} may have run {trace.name!r}{MAY_HAVE_RUN} ({failure})"
-    else:
-        text = f"{where} could not run {trace.name!r}: {failure}"
+    sent = trace.state == "sent"
+    kind = ledger.may_have_run_kind("internal") if sent else "internal"
+    text = told.unexpected(where, trace.name, exc, sent=sent)
     result = ToolResult(text, True, trace.server, "failed", trace.call_id)
     try:
-        if trace.call_id is not None and trace.running:
+        if trace.running:
             _record_outcome(trace, _Ran(result, kind), time.monotonic(), wall)
-        elif trace.call_id is None and trace.call is not None:
+        elif trace.call_id is None and trace.call is not None and trace.state == "prepared":
             # Failed before its row was written: the ledger still gets one, if it can.
             call_id = ledger.open_call(
-                trace.call,
-                ToolCallStatus.FAILED,
-                wall(),
-                error_kind=kind,
-                result_text=text,
-                call_id=trace.row_id,
+                trace.call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text
             )
             result = dataclasses.replace(result, call_id=call_id)
     except Exception:
@@ -651,9 +520,9 @@ def _resume(trace: _Trace, call_id: object, client: ToolCaller | None, wall: Wal
         lambda: ledger.arguments_of(call),
     )
     if not claim.claimed:
-        return _as_recorded(call)
+        return told.as_recorded(call)
     # From here the call is this caller's alone: every way out records how it ended.
-    trace.running = True
+    trace.state = "recorded"
     started = time.monotonic()
     canonical = credentials.decrypt(call.arguments_ciphertext) if call.arguments_ciphertext else ""
     if not call.approved_digest or ledger.digest_of(canonical) != call.approved_digest:
@@ -701,38 +570,3 @@ def _changed_since(call: ToolCall, row: McpTool | None) -> str:
 
 def _end_refused(trace: _Trace, kind: str, text: str, started: float, wall: WallClock) -> ToolResult:
     return _finish(trace, lambda: _Ran(ToolResult(text, True, trace.server), kind), started, wall)
-
-
-def _as_recorded(call: ToolCall) -> ToolResult:
-    """A call this resume may not run, as the result a model reads."""
-    head = f"Tool call {call.id} ({call.tool_name})"
-    status: ToolStatus
-    if call.status == ToolCallStatus.AWAITING_APPROVAL:
-        text, status = f"{head} still awaits an operator's approval; it has not run.", "awaiting_approval"
-    elif call.status == ToolCallStatus.DENIED:
-        note = f": {clean(call.decision_note)}" if call.decision_note else ""
-        who = call.approver_label or "an operator"
-        text = f"{head} was denied by {who}{note}. It did not run and will not; continue without it."
-        status = "denied"
-    elif call.status == ToolCallStatus.EXPIRED:
-        text = (
-            f"{head} expired before it was approved and resumed; it did not run. "
-            "A new call needs a new approval."
-        )
-        status = "expired"
-    elif call.status in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
-        kept = ledger.preview_of(call)
-        answer = f" Its recorded answer: {kept}" if kept else " Its answer was not kept."
-        if ledger.may_have_run(call):
-            text = (
-                f"{head} may have run (no answer proved it was refused); it is not run again. Do not "
-                f"assume it failed; check its effect before calling the tool again.{answer}"
-            )
-        else:
-            text = f"{head} already ran ({call.get_status_display().lower()}); it is not run again.{answer}"
-        status = "succeeded" if call.status == ToolCallStatus.SUCCEEDED else "failed"
-    else:
-        text, status = f"{head} is running; its outcome is recorded when it ends.", "running"
-    return ToolResult(
-        text, status in ("failed", "denied", "expired"), call.server_identifier, status, call.id
-    )

@@ -7,7 +7,9 @@ of the caller's can span it: an async view has none, and the ledger writes in it
 calls run on a process-wide pool of ``NR_LLM_TOOL_THREADS`` threads, side by side. Each call
 is a unit of work as a request is: its thread's database connection is recycled before and
 after as Django's request signals do (``close_old_connections``, which honours
-``CONN_MAX_AGE`` and ``CONN_HEALTH_CHECKS``).
+``CONN_MAX_AGE`` and ``CONN_HEALTH_CHECKS``), and a thread idle past ``CONN_MAX_AGE`` lets its
+connection go (``own_transaction.Workers``): a process holds no more connections than its live
+work needs.
 
 The sync API called from a running event loop (an ``async def`` view) would block the loop
 and every request it serves; it fails loudly instead, naming the twin to await.
@@ -21,19 +23,19 @@ import functools
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from concurrent.futures import Future
+from typing import Any, ParamSpec, TypeVar
 
 from django.core.exceptions import SynchronousOnlyOperation
-from django.db import close_old_connections, connections
 
 from ..conf import conf
+from ..own_transaction import Workers
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 _lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
+_pool: Workers | None = None
 
 
 def refuse_in_event_loop(function: str, twin: str) -> None:
@@ -54,12 +56,16 @@ def refuse_in_event_loop(function: str, twin: str) -> None:
     )
 
 
-def pool() -> ThreadPoolExecutor:
+def _call(work: Callable[[], Any]) -> Any:
+    return work()
+
+
+def pool() -> Workers:
     """The process's tool-call pool, started on first use."""
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=conf.TOOL_THREADS, thread_name_prefix="nr-llm-tool")
+            _pool = Workers("nr-llm-tool", lambda: conf.TOOL_THREADS, _call)
         return _pool
 
 
@@ -69,19 +75,8 @@ def close_pool() -> None:
     global _pool
     with _lock:
         current, _pool = _pool, None
-    if current is None:
-        return
-    count = len(current._threads)
-    # One job per thread: none can pass the barrier until every thread holds one.
-    barrier = threading.Barrier(count)
-
-    def close() -> None:
-        barrier.wait(30)
-        connections.close_all()
-
-    for _ in range(count):
-        current.submit(close)
-    current.shutdown(wait=True)
+    if current is not None:
+        current.close()
 
 
 def _forked() -> None:
@@ -100,11 +95,9 @@ def _as_unit_of_work(
     **kwargs: P.kwargs,
 ) -> T:
     tokens = [(var, var.set(value)) for var, value in carried]
-    close_old_connections()
     try:
         return function(*args, **kwargs)
     finally:
-        close_old_connections()
         for var, token in reversed(tokens):
             var.reset(token)
 

@@ -30,7 +30,7 @@ from nr_llm.models import DEFINITION_CHANGED, McpServer, McpTool
 from ..factories import McpServerFactory
 from ..fakes import FakeClient, tool
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _snapshot(server: McpServer) -> list[Any]:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.db import connection
 
@@ -15,32 +12,6 @@ from nr_llm.models import DataClass, McpTool, ToolCall
 from tests.factories import McpServerFactory, McpToolFactory
 
 SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-
-
-#: How the tool-call path's statements reach the database (``statements.cursor``): Django's
-#: default everywhere, and on PostgreSQL also prepared, as a site's ``prepare_threshold`` has them.
-BINDINGS = ["default"] + (
-    ["prepared"] if settings.DATABASES["default"]["ENGINE"].endswith("postgresql") else []
-)
-
-
-@contextmanager
-def binding(name: str) -> Iterator[None]:
-    """Run the block with ``name`` of ``BINDINGS``: "prepared" sets ``prepare_threshold`` 0 on
-    this thread's connection and in its settings (a connection made anew in the block has it too)."""
-    if name == "default":
-        yield
-        return
-    options = connection.settings_dict["OPTIONS"]
-    connection.ensure_connection()
-    assert connection.connection is not None
-    options["prepare_threshold"] = connection.connection.prepare_threshold = 0
-    try:
-        yield
-    finally:
-        del options["prepare_threshold"]
-        if connection.connection is not None:
-            connection.connection.prepare_threshold = None
 
 
 class FakeClock:
@@ -87,7 +58,6 @@ def approver(username: str = "approver", *, allowed: bool = True) -> User:
 
 def count_ledger_queries(monkeypatch: Any) -> list[str]:
     """The SQL the ledger sends on its own connection from now on (the list fills as it runs)."""
-    from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from nr_llm import own_transaction
@@ -96,14 +66,14 @@ def count_ledger_queries(monkeypatch: Any) -> list[str]:
     counted: list[str] = []
     real = own_transaction.run_in_own_transaction
 
-    def counting(work: Any, *, name: str) -> Any:
+    def counting(work: Any, **options: Any) -> Any:
         def measured() -> Any:
             with CaptureQueriesContext(connection) as queries:
                 value = work()
             counted.extend(query["sql"] for query in queries.captured_queries)
             return value
 
-        return real(measured, name=name)
+        return real(measured, **options)
 
     monkeypatch.setattr(ledger, "run_in_own_transaction", counting)
     return counted

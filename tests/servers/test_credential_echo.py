@@ -49,7 +49,7 @@ def tattle_url():
 
 
 @pytest.fixture
-def server(tattle_url, settings, db):
+def server(tattle_url, settings, transactional_db):
     settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
     server = McpServerFactory.create(identifier="tattle", url=tattle_url, auth_placement="bearer")
     server.set_credential(SECRET)

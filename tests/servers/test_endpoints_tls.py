@@ -22,7 +22,7 @@ from tests.tls import TestAuthority, peer_log, sdk_server_tls, tls_adversary
 from ..admin_clients import messages_of, post_action
 from ..factories import McpServerFactory, McpToolFactory
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db]
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 CHANGELIST = reverse("admin:nr_llm_mcpserver_changelist")
 
 

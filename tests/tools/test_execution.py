@@ -121,7 +121,8 @@ def test_a_tool_of_an_approval_server_is_held_and_never_contacted():
 
 
 def test_two_queries_of_the_ledger_per_call_one_for_a_held_call(monkeypatch):
-    """The ledger's cost, counted on its own connection: two queries per run, one per held call."""
+    """The ledger's cost: two statements per run, one per held call, each through the caller's
+    own connection's cursor (its query log, execute wrappers and APM see them)."""
     counted = count_ledger_queries(monkeypatch)
     runs = guarded_tool(requires_approval=False, identifier="runs")
     held = guarded_tool(identifier="held")
@@ -129,11 +130,32 @@ def test_two_queries_of_the_ledger_per_call_one_for_a_held_call(monkeypatch):
         tools.execute(runs.tool_name, {"text": "x"}, client=FakeClient())
     assert len(counted) == 2, counted
     assert counted[0].startswith("INSERT") and counted[1].startswith("UPDATE")
-    # The caller's own connection: the tool lookup only (FakeClient stamps no health row).
-    assert len(caller.captured_queries) == 1, caller.captured_queries
+    # The caller's own connection: the tool lookup, then the two rows, each committed on its own
+    # (FakeClient stamps no health row).
+    statements = [query["sql"].split()[0] for query in caller.captured_queries]
+    assert [word for word in statements if word not in ("BEGIN", "COMMIT")] == ["SELECT", "INSERT", "UPDATE"]
+    assert statements.count("COMMIT") in (0, 2)  # SQLite logs its BEGIN and COMMIT; psycopg does not
     counted.clear()
     tools.execute(held.tool_name, {"text": "x"}, client=FakeClient())
     assert len(counted) == 1 and counted[0].startswith("INSERT"), counted
+
+
+def test_a_sites_execute_wrapper_sees_every_ledger_statement():
+    """Instrumentation installed as Django documents it (``connection.execute_wrapper``, as APM
+    agents do) sees the call's catalogue read and both ledger writes, with their tables."""
+    tool = guarded_tool(requires_approval=False)
+    seen: list[str] = []
+
+    def spy(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(spy):
+        result = tools.execute(tool.tool_name, {"text": "x"}, client=FakeClient())
+    assert not result.is_error, result.text
+    ledger_statements = [sql.split()[0] for sql in seen if "nr_llm_toolcall" in sql]
+    assert ledger_statements == ["INSERT", "UPDATE"], seen
+    assert any(sql.startswith("SELECT") and "nr_llm_mcptool" in sql for sql in seen)
 
 
 def test_the_row_survives_the_callers_rollback_on_postgresql():
@@ -147,9 +169,9 @@ def test_the_row_survives_the_callers_rollback_on_postgresql():
     assert _row(result).status == ToolCallStatus.SUCCEEDED
 
 
-def test_inside_a_callers_transaction_on_sqlite_the_policy_decides(caplog):
-    """SQLite has one writer: inside the caller's transaction an approval call fails closed, any
-    other runs and the lost row is logged at ERROR (never silently)."""
+def test_inside_a_callers_transaction_on_sqlite_no_call_is_sent_without_its_row(caplog):
+    """SQLite has one writer: inside the caller's transaction no row can be written, so neither
+    a call that needs approval nor any other is sent; each lost row is logged at ERROR."""
     if connection.vendor != "sqlite":
         pytest.skip("PostgreSQL writes the row beside the caller's transaction")
     runs = guarded_tool(requires_approval=False, identifier="runs")
@@ -158,20 +180,37 @@ def test_inside_a_callers_transaction_on_sqlite_the_policy_decides(caplog):
     with caplog.at_level(logging.ERROR, logger="nr_llm.tools"), transaction.atomic():
         ran = tools.execute(runs.tool_name, {"text": "x"}, client=client, actor="bot")
         refused = tools.execute(held.tool_name, {"text": "y"}, client=client)
-    assert (ran.status, ran.call_id, ran.text) == ("succeeded", None, "echo ran")
+    assert (ran.status, ran.call_id, ran.is_error) == ("failed", None, True)
+    assert "could not be recorded in the ledger" in ran.text and "it was not sent" in ran.text
     assert refused.status == "failed" and refused.is_error and refused.call_id is None
     assert "could not be recorded" in refused.text and "it was not run" in refused.text
-    assert client.calls == [("echo", {"text": "x"})]
+    assert client.calls == []
     messages = [record.getMessage() for record in caplog.records if record.levelno == logging.ERROR]
     assert any("mcp_runs_echo of MCP server runs by 'bot' was not recorded" in m for m in messages), messages
     assert any("requires approval and could not be recorded" in m for m in messages), messages
     assert ToolCall.objects.count() == 0
 
 
+def test_a_database_refusing_the_running_row_sends_nothing(monkeypatch, caplog):
+    """A call needing no approval whose running row the database refuses is not sent either."""
+
+    def refuse(work, **options):
+        raise OperationalError("the database is shutting down")
+
+    monkeypatch.setattr(ledger, "run_in_own_transaction", refuse)
+    tool = guarded_tool(requires_approval=False)
+    client = FakeClient()
+    with caplog.at_level(logging.ERROR, logger="nr_llm.tools"):
+        result = tools.execute(tool.tool_name, {"text": "x"}, client=client)
+    assert (result.status, result.call_id, client.calls) == ("failed", None, [])
+    assert "could not run" in result.text and "it was not sent" in result.text
+    assert any("was not recorded in the ledger" in record.getMessage() for record in caplog.records)
+
+
 def test_a_database_refusing_the_row_fails_an_approval_call_closed(monkeypatch, caplog):
     """Whatever the database: a refused write holds nothing for approval and sends nothing."""
 
-    def refuse(work, *, name):
+    def refuse(work, **options):
         raise OperationalError('relation "nr_llm_toolcall" is locked\nLINE 1: INSERT INTO')
 
     monkeypatch.setattr(ledger, "run_in_own_transaction", refuse)

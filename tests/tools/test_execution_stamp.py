@@ -1,11 +1,12 @@
 """A tool call's health stamp: on SQLite it rides in its outcome's ledger write (one commit), on
-PostgreSQL it is handed to a writer after the outcome and not waited for; neither can cost the
-other (issue 26: "the ledger costs almost nothing")."""
+PostgreSQL it is handed to a writer after the outcome and not waited for, skipping a server row
+another transaction holds; neither the stamp nor the outcome can cost the other."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from django.db import connection
 
 from nr_llm import own_transaction, tools
-from nr_llm.governance import ledger, statements
+from nr_llm.governance import ledger
 from nr_llm.governance.ledger import LedgerUnavailable
 from nr_llm.mcp import CallOutcome, Endpoint
 from nr_llm.models import McpServer, ToolCallStatus
@@ -63,11 +64,8 @@ def test_the_stamp_costs_the_call_no_writer_job_of_its_own(monkeypatch):
     jobs = _jobs(monkeypatch)
     result = tools.execute(tool.tool_name, {"text": "hi"}, client=StampingClient())
     assert not result.is_error, result.text
-    if connection.vendor == "postgresql":
-        assert jobs == ["nr-llm-hand-over"]
-        assert own_transaction.settle(10)
-    else:
-        assert jobs == []
+    assert own_transaction.settle(10)
+    assert jobs == ([] if connection.vendor == "sqlite" else ["nr-llm-hand-over"])
     assert _stamped(tool.server) == (STAMP, 42)
     assert row_of(result).status == ToolCallStatus.SUCCEEDED
 
@@ -87,33 +85,32 @@ def test_a_call_whose_outcome_cannot_be_written_still_stamps(monkeypatch, caplog
     assert _stamped(tool.server) == (STAMP, 42)
 
 
-def test_a_call_with_no_ledger_row_still_stamps(monkeypatch):
-    """No row to ride in (the ledger refused the call's row): the stamp is written on its own."""
+def test_a_call_with_no_ledger_row_is_not_sent_and_stamps_nothing(monkeypatch):
+    """The ledger refused the call's row: the call is not sent, so there is no contact to stamp."""
     tool = guarded_tool(requires_approval=False)
 
     def refused(*args: Any, **kwargs: Any) -> None:
         raise LedgerUnavailable("the database refused the write (OperationalError)")
 
     monkeypatch.setattr(ledger, "open_call", refused)
-    result = tools.execute(tool.tool_name, {"text": "hi"}, client=StampingClient())
-    assert not result.is_error and result.call_id is None, result
+    client = StampingClient()
+    result = tools.execute(tool.tool_name, {"text": "hi"}, client=client)
+    assert result.is_error and result.call_id is None and client.calls == [], result
     assert own_transaction.settle(10)
-    assert _stamped(tool.server) == (STAMP, 42)
+    assert _stamped(tool.server) == (None, None)
 
 
 def test_a_failing_stamp_never_costs_the_outcome(monkeypatch, caplog):
     """A real database error in the stamp (a table that is not there) is logged and contained:
-    the outcome is kept, on SQLite (the stamp's savepoint in the outcome's transaction) as on
-    PostgreSQL (a statement of its own, on a writer's connection)."""
+    the outcome is kept (the stamp's savepoint in the outcome's transaction)."""
     tool = guarded_tool(requires_approval=False)
-    real = statements.Update.sql
 
-    def broken(self: statements.Update) -> tuple[str, list[Any]]:
-        if self.model is McpServer:
-            return "UPDATE nr_llm_no_such_table SET last_latency_ms = %s", [1]
-        return real(self)
+    def broken(self: health.Stamp) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE nr_llm_no_such_table SET last_latency_ms = %s", [1])
+        return 0
 
-    monkeypatch.setattr(statements.Update, "sql", broken)
+    monkeypatch.setattr(health.Stamp, "update", broken)
     with caplog.at_level(logging.WARNING, "nr_llm.health"):
         result = tools.execute(tool.tool_name, {"text": "hi"}, client=StampingClient())
         assert own_transaction.settle(10)
@@ -143,23 +140,37 @@ def _occupy_every_writer(release: threading.Event) -> list[Any]:
     return blockers
 
 
-def test_on_postgresql_the_call_does_not_wait_for_its_stamp():
-    """A writer busy elsewhere holds the stamp back, never the call: execute() returns with
-    its outcome written and the stamp still waiting, which lands once the writer is free."""
+def test_on_postgresql_a_server_row_held_elsewhere_is_skipped_not_waited_for():
+    """An operator's transaction holds the server row: the call's outcome is written at once, and
+    its stamp, handed to a writer, skips the row (the next operation stamps again)."""
     _postgresql_only()
     tool = guarded_tool(requires_approval=False)
-    release = threading.Event()
-    blockers = _occupy_every_writer(release)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        from django.db import transaction
+
+        try:
+            with transaction.atomic():
+                McpServer.objects.select_for_update().get(pk=tool.server.pk)
+                holding.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
     try:
+        assert holding.wait(10)
+        started = time.monotonic()
         result = tools.execute(tool.tool_name, {"text": "hi"}, client=StampingClient())
+        assert time.monotonic() - started < 5  # the holder keeps the row for 10 s
         assert row_of(result).status == ToolCallStatus.SUCCEEDED
+        assert own_transaction.settle(10)
         assert _stamped(tool.server) == (None, None)
     finally:
         release.set()
-    for blocker in blockers:
-        blocker.result(10)
-    assert own_transaction.settle(10)
-    assert _stamped(tool.server) == (STAMP, 42)
+        holder.join(10)
 
 
 def test_on_postgresql_a_servers_waiting_stamps_cost_one_write_and_keep_the_latest(monkeypatch):

@@ -1,5 +1,5 @@
 """tool_by_name and tools_by_names: the catalogue rows execute() and a turn read, built once per
-database, equal to the ORM's."""
+database, sent through Django's cursor, equal to the ORM's."""
 
 from __future__ import annotations
 

@@ -189,11 +189,17 @@ def test_a_server_raised_above_the_calls_ceiling_after_approval_is_not_run():
 
 
 def test_a_resume_costs_the_ledger_three_queries_and_the_caller_one(monkeypatch):
-    """The claim (the conditional move to running, then the row read) and the outcome on the
-    ledger's connection; the tool's current definition on the caller's."""
+    """The claim (the conditional move to running, then the row read) and the outcome, each in
+    its own transaction, and the tool's current definition: all on the caller's connection."""
     call = _approved()
     counted = count_ledger_queries(monkeypatch)
     with CaptureQueriesContext(connection) as caller:
         tools.resume(call.id, client=FakeClient())
     assert [sql.split()[0] for sql in counted] == ["UPDATE", "SELECT", "UPDATE"], counted
-    assert len(caller.captured_queries) == 1, caller.captured_queries
+    statements = [query["sql"].split()[0] for query in caller.captured_queries]
+    assert [word for word in statements if word not in ("BEGIN", "COMMIT")] == [
+        "UPDATE",
+        "SELECT",
+        "SELECT",
+        "UPDATE",
+    ], caller.captured_queries

@@ -1,16 +1,17 @@
 """The ledger row of a call is committed before the call can reach the server, whatever the
-client (issue 26 kept the contract while making the write cheaper): against the official SDK
-server."""
+client, and a row that cannot be written stops the call unsent: against the official SDK server."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 import pytest
+from django.db import OperationalError, connection
 
 from nr_llm import tools
-from nr_llm.governance import statements
+from nr_llm.governance import ledger
 from nr_llm.mcp.wire.legs import LegMachine
 from nr_llm.models import ToolCall, ToolCallStatus
 from tests import catalogue_peers
@@ -32,13 +33,22 @@ def echo(stateless_url, loopback_allowed):
 
 
 def _rows_when_calls_are_written(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """The ledger's rows (their status) at the moment each tools/call leg goes to the wire."""
+    """The ledger's rows (their status) at the moment each tools/call leg goes to the wire, as
+    another connection (another thread's) reads them: committed, not merely written."""
     seen: list[list[str]] = []
     real = LegMachine.send
 
+    def read_elsewhere() -> None:
+        try:
+            seen.append(list(ToolCall.objects.values_list("status", flat=True)))
+        finally:
+            connection.close()
+
     def send(self: LegMachine, *args: Any, **kwargs: Any) -> Any:
         if b'"tools/call"' in (kwargs.get("body") or b""):
-            seen.append(list(ToolCall.objects.values_list("status", flat=True)))
+            reader = threading.Thread(target=read_elsewhere)
+            reader.start()
+            reader.join(10)
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(LegMachine, "send", send)
@@ -46,19 +56,35 @@ def _rows_when_calls_are_written(monkeypatch: pytest.MonkeyPatch) -> list[list[s
 
 
 def test_the_call_waits_for_its_row_however_slow_the_write(echo, monkeypatch):
-    """A row that takes 300 ms to write is in the ledger before the request is written."""
+    """A row that takes 300 ms to write is committed before the request is written."""
     seen = _rows_when_calls_are_written(monkeypatch)
-    real = statements.insert
+    real = ledger.run_in_own_transaction
 
-    def slow(row: Any) -> None:
+    def slow(work: Any, **options: Any) -> Any:
         time.sleep(0.3)
-        real(row)
+        return real(work, **options)
 
-    monkeypatch.setattr(statements, "insert", slow)
+    monkeypatch.setattr(ledger, "run_in_own_transaction", slow)
     result = tools.execute(echo, {"text": "hi"})
     assert (result.text, result.is_error) == ("hi", False)
     assert seen == [[ToolCallStatus.RUNNING]]
     assert row_of(result).status == ToolCallStatus.SUCCEEDED
+
+
+def test_a_row_that_cannot_be_written_stops_the_call_unsent(echo, monkeypatch, caplog):
+    """The database refuses the running row: no tools/call leaves the client, and the result
+    says the call could not run (it was not sent)."""
+    seen = _rows_when_calls_are_written(monkeypatch)
+
+    def refused(work: Any, **options: Any) -> Any:
+        raise OperationalError("the database system is in recovery mode")
+
+    monkeypatch.setattr(ledger, "run_in_own_transaction", refused)
+    result = tools.execute(echo, {"text": "hi"})
+    assert result.is_error and result.call_id is None
+    assert "could not run" in result.text and "it was not sent" in result.text
+    assert seen == []  # no tools/call leg was written
+    assert "was not recorded in the ledger" in caplog.text
 
 
 def test_a_client_of_another_kind_gets_the_row_before_it_is_called(echo):

@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from ..wire import first_write
 from ..wire.errors import McpTransportError
 from ..wire.telemetry import ENABLED as ENABLED
 from ..wire.telemetry import (
@@ -118,7 +117,6 @@ def _request_span(
         yield message, _ignored
         return
     error_type = ""
-    withheld = False
     try:
         with current(span):
 
@@ -134,25 +132,19 @@ def _request_span(
         error_type = str(exc.code) if exc.kind == "rpc_error" and exc.code is not None else exc.kind
         fail(span, error_type, masked(str(exc), _secrets(transport)))
         raise
-    except first_write.Withheld:
-        # Stopped before its first byte (a tool call's ledger row said no): no request
-        # happened, so none is reported. An unended span is never exported.
-        withheld = True
-        raise
     except Exception as exc:
         # Not the transport's: a bug or an interruption. Named by type; its text is not read.
         error_type = type(exc).__qualname__
         fail(span, error_type)
         raise
     finally:
-        if not withheld:
-            span.end()
-            if error_type:
-                common["error.type"] = error_type
-            try:
-                duration_histogram().record(time.perf_counter() - started, common)
-            except Exception as exc:
-                noted(span, exc)
+        span.end()
+        if error_type:
+            common["error.type"] = error_type
+        try:
+            duration_histogram().record(time.perf_counter() - started, common)
+        except Exception as exc:
+            noted(span, exc)
 
 
 def _ignored(reply: Any) -> None:

@@ -50,7 +50,6 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.util.connection import create_connection
 
-from . import first_write
 from .headerlimit import CappedResponse
 from .hostgate import forbidden
 from .pool import Origin, process_pool
@@ -366,9 +365,6 @@ class _Watched:
             # Connected first, as http.client's first send would: what connecting writes (a
             # proxy tunnel's CONNECT) must not be taken for the request's head.
             self.connect()
-        # Last, with the connection made: what the request waits for may take its time meanwhile
-        # (a ledger row's answer, first_write.py), and a condition that raises stops it unwritten.
-        first_write.passed()
         self._head = b""  # holding: the next send() is the head (``send``)
         try:
             super().request(*args, **kwargs)  # type: ignore[misc]
