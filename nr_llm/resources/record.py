@@ -34,7 +34,7 @@ def started(
     )
     try:
         return ledger.open_call(call, ToolCallStatus.RUNNING, timezone.now())
-    except (ledger.LedgerUnavailable, ledger.GuardFailed):
+    except ledger.LedgerUnavailable:
         logger.error("the ledger row of %s on %s could not be written", operation, server, exc_info=True)
         return None
 
@@ -51,7 +51,7 @@ def refused(
     )
     try:
         ledger.open_call(call, ToolCallStatus.FAILED, timezone.now(), error_kind="refused", result_text=why)
-    except (ledger.LedgerUnavailable, ledger.GuardFailed):
+    except ledger.LedgerUnavailable:
         logger.error(
             "the ledger row of a refused %s on %s could not be written", operation, server, exc_info=True
         )

@@ -100,6 +100,7 @@ def test_a_worker_clock_far_off_the_databases_never_reaps_a_live_call(skew):
         tools.unregister("site_reaps")
     assert (result.is_error, result.text) == (False, "done")
     assert seen == [0, 1]  # nothing reaped; the live call was running then
+    assert result.call_id is not None
     row = ToolCall.objects.get(pk=result.call_id)
     assert row.status == ToolCallStatus.SUCCEEDED and row.created == worker.now
     assert row.started_at is not None and abs(row.started_at - database_now()) < timedelta(minutes=1)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.db import OperationalError, connection
 
-from nr_llm import tools
+from nr_llm import own_transaction, tools
 from nr_llm.governance import ledger
 from nr_llm.mcp.wire.legs import LegMachine
 from nr_llm.models import ToolCall, ToolCallStatus
@@ -58,7 +58,7 @@ def _rows_when_calls_are_written(monkeypatch: pytest.MonkeyPatch) -> list[list[s
 def test_the_call_waits_for_its_row_however_slow_the_write(echo, monkeypatch):
     """A row that takes 300 ms to write is committed before the request is written."""
     seen = _rows_when_calls_are_written(monkeypatch)
-    real = ledger.run_in_own_transaction
+    real = own_transaction.run_in_own_transaction
 
     def slow(work: Any, **options: Any) -> Any:
         time.sleep(0.3)
