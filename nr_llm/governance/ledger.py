@@ -136,6 +136,12 @@ def write(work: Callable[[], T], *, each_statement: bool = False) -> T:
                 pause = min(pause * 2, 0.1)
                 continue
             raise _unavailable(exc) from exc
+        except ValueError as exc:
+            # psycopg2 refuses some values itself (a NUL in text) with a ValueError, where
+            # psycopg 3 and the database raise a DatabaseError: the same refusal, one answer.
+            raise LedgerUnavailable(
+                f"the database driver refused a value ({type(exc).__name__})", detail=clean(str(exc), 500)
+            ) from exc
 
 
 def _unavailable(exc: DatabaseError) -> LedgerUnavailable:

@@ -306,6 +306,18 @@ def test_a_row_lock_held_by_another_process_past_the_budget_is_deadline_exhauste
     assert token.forms == []
 
 
+def _the_stores_own(frame: Any) -> bool:
+    """A commit of the grant store's own transaction: on its lock thread, or in place on the
+    caller's thread (a caller with no transaction open), where the store's frame is on the stack."""
+    if threading.current_thread().name.startswith("nr-llm-grant"):
+        return True
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(os.path.join("authorization", "store.py")):
+            return True
+        frame = frame.f_back
+    return False
+
+
 @pytest.fixture
 def failing_commits(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Commits of the store's own threads fail while ``failing_commits[0]()`` is true (always, unless
@@ -314,7 +326,7 @@ def failing_commits(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     real = BaseDatabaseWrapper._commit  # type: ignore[attr-defined]
 
     def commit(self: BaseDatabaseWrapper) -> None:
-        if threading.current_thread().name.startswith("nr-llm-grant") and when[0]():
+        if _the_stores_own(sys._getframe()) and when[0]():
             raise OperationalError("injected commit failure")
         real(self)
 
