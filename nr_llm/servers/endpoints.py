@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import cast
 
 from ..conf import conf
+from ..governance import ceiling as ceilings
 from ..mcp import Endpoint, McpClient
 from ..mcp.protocol.endpoint import AuthPlacement
 from ..models import McpServer
@@ -38,7 +39,15 @@ def endpoint_for(server: McpServer, *, user_id: int | None = None) -> Endpoint:
         auth_placement=cast(AuthPlacement, server.auth_placement),
         auth_header_name=server.auth_header_name,
         credential_problem=problem,
+        capture_content=_captures_content(server),
     )
+
+
+def _captures_content(server: McpServer) -> bool:
+    """The site's content capture (``NR_LLM_OTEL_CAPTURE_CONTENT``) reaches this server's data
+    class: its error text may then be a span's status description."""
+    allowed = conf.OTEL_CAPTURE_CONTENT
+    return bool(allowed) and ceilings.allows(allowed, server.data_class)
 
 
 def mcp_client() -> McpClient:
@@ -88,4 +97,5 @@ def _oauth_endpoint(server: McpServer, user_id: int | None) -> Endpoint:
         budget_seconds=server.budget_seconds,
         auth_placement="none",
         oauth=settings,
+        capture_content=_captures_content(server),
     )

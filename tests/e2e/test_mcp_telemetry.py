@@ -119,7 +119,7 @@ def test_the_handshake_era_names_initialize_and_its_session_by_digest(otel: Otel
     assert attributes_of(discover)["error.type"] == "-32601"
     assert attributes_of(discover)["rpc.response.status_code"] == "-32601"
     assert discover.status.status_code is StatusCode.ERROR
-    assert discover.status.description == "Method not found"  # the JSON-RPC error's message
+    assert not discover.status.description  # the server's text is content: not captured here
     assert attributes_of(initialize)["mcp.protocol.version"] == "2025-11-25"
     session = [entry["session"] for entry in _log(handshake_url) if entry["method"] == "tools/call"][-1]
     assert session
@@ -172,9 +172,10 @@ def test_a_server_that_cannot_be_reached_is_an_error_span(otel: Otel) -> None:
 
 
 def test_a_server_echoing_the_credential_leaves_no_secret_in_any_span(otel: Otel, tattle_url: str) -> None:
-    """A careless server quotes the bearer token it was sent in its error message: the span's
-    status description says what it said, the token masked; no attribute holds it."""
-    endpoint = _endpoint(tattle_url, credential=SECRET, auth_placement="bearer")
+    """A careless server quotes the bearer token it was sent in its error message: where content
+    capture allows the server's text, the span's status description says what it said, the token
+    masked; no attribute holds it."""
+    endpoint = _endpoint(tattle_url, credential=SECRET, auth_placement="bearer", capture_content=True)
     with pytest.raises(McpTransportError):
         _client().call_tool(endpoint, "echo", {})
     assert otel.spans()
@@ -258,3 +259,20 @@ def test_a_secret_in_the_servers_url_query_reaches_no_span_or_metric(otel: Otel,
         assert SECRET not in span.name + str(attributes_of(span))
     for point in otel.points(DURATION_METRIC):
         assert SECRET not in str(point.attributes)
+
+
+def test_a_servers_error_text_is_no_status_description_unless_content_is_captured(
+    otel: Otel, tattle_url: str
+) -> None:
+    """A server's error message is content (it often quotes the arguments it was sent): with
+    content capture off for the server, no span's status description holds any of it; the error
+    type still says what happened. The same server with capture on is described."""
+    endpoint = _endpoint(tattle_url, credential=SECRET, auth_placement="bearer")
+    with pytest.raises(McpTransportError):
+        _client().call_tool(endpoint, "echo", {})
+    assert otel.spans()
+    for span in otel.spans():
+        assert not span.status.description
+        assert "invalid credential" not in str(attributes_of(span))
+    assert any(span.status.status_code is StatusCode.ERROR for span in otel.spans())
+    assert any(attributes_of(span).get("error.type") for span in otel.spans())

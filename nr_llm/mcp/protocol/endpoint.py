@@ -26,6 +26,9 @@ class Endpoint:
     credential_problem: str = ""
     # OAuth 2.1 (MCP authorization): the bearer token comes from here, not from ``credential``.
     oauth: OAuthSettings | None = field(default=None, repr=False)
+    # Server text (an error's message, which often quotes the arguments) may be a span's status
+    # description: the site's content capture allows this server's data class.
+    capture_content: bool = False
 
     def __repr__(self) -> str:
         # The URL's query values masked (an API key travels there), the secrets left out.

@@ -123,14 +123,15 @@ def _request_span(
             def finish(reply: Any) -> None:
                 nonlocal error_type
                 try:
-                    error_type = _answered(span, reply, _secrets(transport))
+                    error_type = _answered(span, reply, _described(transport))
                 except Exception as exc:
                     noted(span, exc)
 
             yield _with_context(message), finish
     except McpTransportError as exc:
         error_type = str(exc.code) if exc.kind == "rpc_error" and exc.code is not None else exc.kind
-        fail(span, error_type, masked(str(exc), _secrets(transport)))
+        secrets = _described(transport)
+        fail(span, error_type, "" if secrets is None else masked(str(exc), secrets))
         raise
     except Exception as exc:
         # Not the transport's: a bug or an interruption. Named by type; its text is not read.
@@ -183,9 +184,9 @@ def _start_request(
     return tracer().start_span(name, kind=SpanKind.CLIENT, attributes=attributes), common
 
 
-def _answered(span: Any, reply: Any, secrets: tuple[str, ...]) -> str:
+def _answered(span: Any, reply: Any, secrets: tuple[str, ...] | None) -> str:
     """Attributes from the answer; the error type when it is one (a JSON-RPC error, or a
-    tools/call result with ``isError``), else ""."""
+    tools/call result with ``isError``), else "". ``secrets`` None: no server text recorded."""
     issued = getattr(reply, "session_id", None)
     if isinstance(issued, str):
         span.set_attribute("mcp.session.id", session_digest(issued))
@@ -201,7 +202,7 @@ def _answered(span: Any, reply: Any, secrets: tuple[str, ...]) -> str:
         else:
             error_type = "_OTHER"
         text = error.get("message")
-        fail(span, error_type, masked(text, secrets) if isinstance(text, str) else "")
+        fail(span, error_type, masked(text, secrets) if isinstance(text, str) and secrets is not None else "")
         return error_type
     result = answer.get("result")
     if isinstance(result, dict):
@@ -240,6 +241,14 @@ def _with_context(message: dict[str, Any]) -> dict[str, Any]:
     for key, value in fields.items():
         meta.setdefault(key, value)
     return {**message, "params": {**params, "_meta": meta}}
+
+
+def _described(transport: Any) -> tuple[str, ...] | None:
+    """The credentials to mask in a span's status description, or None when the description
+    carries no server text at all: a server's error message often quotes the arguments it was
+    sent, so it is content, recorded only where the site's content capture allows it for this
+    server (``Endpoint.capture_content``)."""
+    return _secrets(transport) if getattr(transport.endpoint, "capture_content", False) else None
 
 
 def _secrets(transport: Any) -> tuple[str, ...]:
