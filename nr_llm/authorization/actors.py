@@ -64,9 +64,13 @@ def connect_url(server: McpServer) -> str:
 
 def resolve(server: McpServer, actor: Any) -> Endpoint | NeedsAuthorization:
     """The endpoint to call ``server`` with as ``actor``, or why it must not be called."""
+    return resolve_user(server, actor_id(actor))
+
+
+def resolve_user(server: McpServer, user_id: int | None) -> Endpoint | NeedsAuthorization:
+    """``resolve`` for a user known by key (a resumed call's recorded actor)."""
     if not server.per_user:
         return endpoint_for(server)
-    user_id = actor_id(actor)
     if user_id is None:
         return NeedsAuthorization(server.identifier, "no_actor", connect_url(server))
     row = (

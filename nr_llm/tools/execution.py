@@ -35,6 +35,7 @@ from typing import Any, Literal, Protocol
 
 from django.utils import timezone
 
+from ..authorization import actors
 from ..authorization import runtime as authorization
 from ..governance import ceiling as ceilings
 from ..governance import decisions, ledger
@@ -47,7 +48,7 @@ from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import clean, encodable
 from ..models import DEFINITION_CHANGED, McpTool
 from ..servers import credentials, health
-from ..servers.endpoints import endpoint_for, mcp_client
+from ..servers.endpoints import mcp_client
 from . import telemetry, told
 from .arguments import checked_arguments, refusal_text
 from .lookup import tool_by_name
@@ -210,9 +211,23 @@ def _execute(
     if problems:
         return _refused(trace, call, "invalid_arguments", refusal_text(name, problems), wall)
     call = trace.call = dataclasses.replace(call, canonical=ledger.canonical_json(arguments))
+    user_id = actors.actor_id(actor)
+    if server.per_user:
+        # Asked before the approval question: a call its actor cannot make is not held either.
+        access = actors.resolve_user(server, user_id)
+        if isinstance(access, actors.NeedsAuthorization):
+            kind, text, result = _needs(access, row)
+            return _refused(trace, call, kind, text, wall, result)
     if server.requires_approval:
         return _hold(trace, call, wall)
-    return _run_recorded(trace, call, lambda: _run_remote(trace, row, arguments, client), wall)
+    return _run_recorded(trace, call, lambda: _run_remote(trace, row, arguments, client, user_id), wall)
+
+
+def _needs(access: actors.NeedsAuthorization, row: McpTool) -> tuple[str, str, ToolResult]:
+    """(kind, text, result) of a call not sent because its actor has no usable grant."""
+    text = access.model_text(row.tool_name)
+    result = ToolResult(text, True, access.server, "needs_authorization", connect_url=access.connect_url)
+    return "needs_authorization", text, result
 
 
 #: The row a turn's plan read for the call this thread runs (``turn.py``): not read twice.
@@ -286,10 +301,12 @@ def _refusal(row: McpTool, ceiling: str) -> tuple[str, str] | None:
     return None
 
 
-def _refused(trace: _Trace, call: NewCall, kind: str, text: str, wall: WallClock) -> ToolResult:
+def _refused(
+    trace: _Trace, call: NewCall, kind: str, text: str, wall: WallClock, result: ToolResult | None = None
+) -> ToolResult:
     trace.state = "refused"
     telemetry.note_error(kind)
-    result = ToolResult(text, True, trace.server, "failed")
+    result = result or ToolResult(text, True, trace.server, "failed")
     try:
         call_id = ledger.open_call(call, ToolCallStatus.FAILED, wall(), error_kind=kind, result_text=text)
     except LedgerUnavailable as exc:
@@ -415,10 +432,17 @@ def _run_local(tool: LocalTool, arguments: dict[str, Any]) -> _Ran:
     return _Ran(ToolResult(text, False))
 
 
-def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: ToolCaller | None) -> _Ran:
+def _run_remote(
+    trace: _Trace, row: McpTool, arguments: dict[str, Any], client: ToolCaller | None, user_id: int | None
+) -> _Ran:
     server = row.server
     origin = _origin(row)
-    endpoint = endpoint_for(server)
+    access = actors.resolve_user(server, user_id)
+    if isinstance(access, actors.NeedsAuthorization):
+        # The grant went (disconnected, revoked) since the call was asked for: nothing is sent.
+        kind, _, result = _needs(access, row)
+        return _Ran(result, kind)
+    endpoint = access
     trace.secret = endpoint.credential
     era = kind = ""
     caller = client or mcp_client()
@@ -435,7 +459,7 @@ def _run_remote(trace: _Trace, row: McpTool, arguments: dict[str, Any], client: 
             finally:
                 trace.stamps += stamps
     except McpTransportError as exc:
-        authorization.observe(server, exc)
+        authorization.observe(server, exc, user_id=user_id)
         kind, is_error = exc.kind, True
         if authorization.needs_operator(exc):
             text = authorization.unavailable_text(server, row.tool_name, exc)
@@ -550,7 +574,8 @@ def _resume(trace: _Trace, call_id: object, client: ToolCaller | None, wall: Wal
     if refusal is not None:
         return _end_refused(trace, *refusal, started, wall)
     arguments = json.loads(canonical) if canonical else {}
-    return _finish(trace, lambda: _run_remote(trace, row, arguments, client), started, wall)
+    user_id = call.actor_user_id
+    return _finish(trace, lambda: _run_remote(trace, row, arguments, client, user_id), started, wall)
 
 
 def _changed_since(call: ToolCall, row: McpTool | None) -> str:

@@ -10,8 +10,11 @@ from typing import Any, Literal
 from ..mcp.protocol.results import Block
 
 #: ``awaiting_approval`` and ``running`` are neither success nor failure: the call has not
-#: (yet) run here; ``denied`` and ``expired`` never will.
-ToolStatus = Literal["succeeded", "failed", "awaiting_approval", "denied", "expired", "running"]
+#: (yet) run here; ``denied`` and ``expired`` never will; ``needs_authorization``: not sent,
+#: the actor must connect their account first (``connect_url``).
+ToolStatus = Literal[
+    "succeeded", "failed", "awaiting_approval", "denied", "expired", "running", "needs_authorization"
+]
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,8 @@ class ToolResult:
     content: tuple[Block, ...] = ()
     #: The server's structuredContent, when the tool declares an outputSchema and it conforms.
     structured: dict[str, Any] | None = None
+    #: Where the actor connects their account (status ``needs_authorization``), else "".
+    connect_url: str = ""
 
     def __post_init__(self) -> None:
         # An error result built without a status (the historical three fields) is a failure.

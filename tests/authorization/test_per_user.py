@@ -199,3 +199,55 @@ def test_a_grant_needing_reconnect_is_not_used(oauth_peers: OAuthPeers) -> None:
     assert isinstance(answer, NeedsAuthorization) and answer.reason == "reconnect"
     page = alice_browser.get(reverse("nr_llm_connected_accounts")).content.decode()
     assert "needs reconnecting" in page
+
+
+class _Recording:
+    """The site's real client, noting each call it is asked to send."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def call_tool(self, endpoint: Endpoint, name: str, arguments: Any = None, **options: Any) -> Any:
+        self.sent.append(name)
+        return mcp_client().call_tool(endpoint, name, arguments, **options)
+
+
+def test_execute_acts_as_its_actor_and_tells_one_without_a_grant_where_to_connect(
+    oauth_peers: OAuthPeers,
+) -> None:
+    """tools.execute on a per-user server: Alice's call runs with her grant (whoami names her);
+    Bob, never connected, is not contacted: status needs_authorization, the connect URL, a ledger
+    row saying so, and one sentence for the model; disconnected later, Alice is refused too."""
+    from nr_llm import tools
+    from nr_llm.models import ToolCall
+    from tests.factories import McpToolFactory
+
+    server = _per_user(oauth_peers)
+    McpToolFactory.create(
+        server=server, remote_name="whoami", enabled=True, input_schema={"type": "object", "properties": {}}
+    )
+    name = f"mcp_{server.identifier}_whoami"
+    alice, alice_browser = _site_user("alice")
+    bob, _ = _site_user("bob")
+    _connect(oauth_peers, alice_browser, server, oauth_peers.auth.username)
+
+    client = _Recording()
+    ran = tools.execute(name, {}, actor=alice, client=client)
+    assert (ran.is_error, ran.status) == (False, "succeeded"), ran.text
+    assert oauth_peers.auth.username in ran.text
+    assert client.sent == ["whoami"]
+
+    refused = tools.execute(name, {}, actor=bob, client=client)
+    connect = PUBLIC_BASE_URL + reverse("nr_llm_connect", args=[server.identifier])
+    assert (refused.is_error, refused.status, refused.connect_url) == (True, "needs_authorization", connect)
+    assert connect in refused.text and "not run" in refused.text
+    assert client.sent == ["whoami"]  # Bob's call was never handed to the client
+    assert refused.call_id is not None
+    row = ToolCall.objects.get(pk=refused.call_id)
+    assert (row.status, row.error_kind, row.actor_user_id) == ("failed", "needs_authorization", bob.pk)
+    [message] = tools.tool_messages("openai", [("call_1", refused)])
+    assert connect in message["content"]
+
+    alice_browser.post(reverse("nr_llm_disconnect", args=[server.identifier]))
+    after = tools.execute(name, {}, actor=alice, client=client)
+    assert after.status == "needs_authorization" and client.sent == ["whoami"]
