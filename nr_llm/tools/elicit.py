@@ -1,11 +1,5 @@
 """What ``tools.execute(..., responder=...)`` hands the MCP client, and how it reads the answer.
 
-Not wired into ``execute`` yet (execution.py is being rewritten); the wiring is three lines:
-
-    elicitor = elicit.responder_for(responder, tool.server.identifier)
-    outcome = client.call_tool(..., responder=elicitor)
-    status = "needs_input" if elicit.needs_input(elicitor, error) else ...
-
 A site passes a plain callable ``respond(ElicitationRequest) -> ElicitationAnswer | None`` (or an
 ``InputResponder`` of its own, used as it is). None from the callable means "no answer now".
 """

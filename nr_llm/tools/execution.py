@@ -47,13 +47,14 @@ from ..mcp.protocol import content, resend
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import clean, encodable
 from ..models import DEFINITION_CHANGED, McpTool
+from ..resources.reading import remember_links
 from ..servers import credentials, health
 from ..servers.endpoints import mcp_client
-from . import telemetry, told
+from . import elicit, telemetry, told
 from .arguments import checked_arguments, refusal_text
 from .lookup import tool_by_name
 from .registry import LocalTool, local_tool
-from .results import ToolResult
+from .results import ToolResult, ToolStatus
 from .threads import refuse_in_event_loop
 
 logger = logging.getLogger("nr_llm.tools")
@@ -117,6 +118,7 @@ def execute(
     data_class_ceiling: str | None = None,
     clock: WallClock | None = None,
     tool_call_id: str | None = None,
+    responder: elicit.Responder | None = None,
 ) -> ToolResult:
     """Run a tool and return its result; a failure is an ``is_error`` result, never an exception.
 
@@ -124,6 +126,8 @@ def execute(
     ``data_class_ceiling``: the most sensitive data class the caller's model may see (None:
     ``NR_LLM_DATA_CLASS_CEILING``); a tool above it is refused, not run.
     ``tool_call_id``: the model's id of this call, for the trace (docs/telemetry.md).
+    ``responder``: answers a server that asks for input during the call (elicitation); without
+    one nothing is declared, and a server that needs input ends the call ``needs_input``.
     Called from a running event loop it raises ``SynchronousOnlyOperation``: await ``aexecute``.
     """
     refuse_in_event_loop("execute", "aexecute")
@@ -132,7 +136,7 @@ def execute(
     try:
         # Inside the boundary: even a name that cannot be turned into text is an error result.
         trace.name = clean(name, ledger.NAME_CHARS)
-        return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall)
+        return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, responder)
     except Exception as exc:
         return _unexpected(trace, exc, wall)
 
@@ -167,6 +171,7 @@ def _execute(
     actor: object,
     data_class_ceiling: str | None,
     wall: WallClock,
+    responder: elicit.Responder | None = None,
 ) -> ToolResult:
     if arguments is None:
         arguments = {}
@@ -220,7 +225,9 @@ def _execute(
             return _refused(trace, call, kind, text, wall, result)
     if server.requires_approval:
         return _hold(trace, call, wall)
-    return _run_recorded(trace, call, lambda: _run_remote(trace, row, arguments, client, user_id), wall)
+    return _run_recorded(
+        trace, call, lambda: _run_remote(trace, row, arguments, client, user_id, responder), wall
+    )
 
 
 def _needs(access: actors.NeedsAuthorization, row: McpTool) -> tuple[str, str, ToolResult]:
@@ -433,7 +440,12 @@ def _run_local(tool: LocalTool, arguments: dict[str, Any]) -> _Ran:
 
 
 def _run_remote(
-    trace: _Trace, row: McpTool, arguments: dict[str, Any], client: ToolCaller | None, user_id: int | None
+    trace: _Trace,
+    row: McpTool,
+    arguments: dict[str, Any],
+    client: ToolCaller | None,
+    user_id: int | None,
+    responder: elicit.Responder | None = None,
 ) -> _Ran:
     server = row.server
     origin = _origin(row)
@@ -443,6 +455,7 @@ def _run_remote(
         kind, _, result = _needs(access, row)
         return _Ran(result, kind)
     endpoint = access
+    elicitor = elicit.responder_for(responder, server.identifier)
     trace.secret = endpoint.credential
     era = kind = ""
     caller = client or mcp_client()
@@ -453,14 +466,19 @@ def _run_remote(
             try:
                 # The imported schema goes along: a 2026-07-28 server reads x-mcp-header arguments
                 # as headers.
-                outcome = caller.call_tool(
-                    endpoint, row.remote_name, arguments, input_schema=row.input_schema
-                )
+                options: dict[str, Any] = {"input_schema": row.input_schema}
+                if elicitor is not None:
+                    # Only when given: a site's test double need not know the parameter.
+                    options["responder"] = elicitor
+                outcome = caller.call_tool(endpoint, row.remote_name, arguments, **options)
             finally:
                 trace.stamps += stamps
     except McpTransportError as exc:
         authorization.observe(server, exc, user_id=user_id)
         kind, is_error = exc.kind, True
+        if elicit.needs_input(elicitor, exc):
+            text = told.needs_input(origin, row.remote_name)
+            return _Ran(ToolResult(text, True, server.identifier, "needs_input"), "needs_input")
         if authorization.needs_operator(exc):
             text = authorization.unavailable_text(server, row.tool_name, exc)
         elif resend.may_have_run(exc):
@@ -479,9 +497,14 @@ def _run_remote(
         text = told.reported_error(origin, outcome.text) if is_error else outcome.text
         if outcome.mismatch:
             text = told.unreliable(origin, row.remote_name, outcome.text)
-        result = ToolResult(
-            text, is_error, server.identifier, content=outcome.content, structured=outcome.structured
+        status: ToolStatus = (
+            "needs_input" if elicit.needs_input(elicitor) else ("failed" if is_error else "succeeded")
         )
+        result = ToolResult(
+            text, is_error, server.identifier, status, content=outcome.content, structured=outcome.structured
+        )
+        # A resource link in the answer is readable from this server (resources.read).
+        remember_links(server.identifier, outcome.content)
         return _Ran(result, kind, era)
     # A failure's text may quote the secret too (a server's error message).
     return _Ran(ToolResult(redact(text, endpoint.credential), is_error, server.identifier), kind, era)

@@ -11,9 +11,17 @@ from ..mcp.protocol.results import Block
 
 #: ``awaiting_approval`` and ``running`` are neither success nor failure: the call has not
 #: (yet) run here; ``denied`` and ``expired`` never will; ``needs_authorization``: not sent,
-#: the actor must connect their account first (``connect_url``).
+#: the actor must connect their account first (``connect_url``); ``needs_input``: the server
+#: asked for input the site's responder (or its absence) could not give, the call did not finish.
 ToolStatus = Literal[
-    "succeeded", "failed", "awaiting_approval", "denied", "expired", "running", "needs_authorization"
+    "succeeded",
+    "failed",
+    "awaiting_approval",
+    "denied",
+    "expired",
+    "running",
+    "needs_authorization",
+    "needs_input",
 ]
 
 

@@ -106,3 +106,11 @@ def as_recorded(call: ToolCall) -> ToolResult:
     return ToolResult(
         text, status in ("failed", "denied", "expired"), call.server_identifier, status, call.id
     )
+
+
+def needs_input(origin: str, name: str) -> str:
+    """A call whose server asked for input this site could not give now."""
+    return (
+        f"{origin} asked for input to run {name!r} that this site could not give now; the call did "
+        "not finish. Ask the user for what the tool needs, then call it again."
+    )

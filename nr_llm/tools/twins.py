@@ -12,6 +12,7 @@ from typing import Any
 
 from ..governance.ledger import WallClock
 from . import threads
+from .elicit import Responder
 from .execution import ToolCaller, execute, resume
 from .offering import Format, definitions
 from .results import ToolResult
@@ -25,6 +26,8 @@ async def aexecute(
     actor: object = None,
     data_class_ceiling: str | None = None,
     clock: WallClock | None = None,
+    tool_call_id: str | None = None,
+    responder: Responder | None = None,
 ) -> ToolResult:
     """``execute()`` for an async caller: never raises for a tool's failure either.
 
@@ -39,14 +42,20 @@ async def aexecute(
         actor=actor,
         data_class_ceiling=data_class_ceiling,
         clock=clock,
+        tool_call_id=tool_call_id,
+        responder=responder,
     )
 
 
 async def aresume(
-    call_id: object, *, client: ToolCaller | None = None, clock: WallClock | None = None
+    call_id: object,
+    *,
+    client: ToolCaller | None = None,
+    clock: WallClock | None = None,
+    tool_call_id: str | None = None,
 ) -> ToolResult:
     """``resume()`` for an async caller."""
-    return await threads.run(resume, call_id, client=client, clock=clock)
+    return await threads.run(resume, call_id, client=client, clock=clock, tool_call_id=tool_call_id)
 
 
 async def adefinitions(
