@@ -203,6 +203,23 @@ def sqlite_refused(exc: BaseException) -> bool:
     return isinstance(code, int) and code & 0xFF in _SQLITE_BUSY_OR_LOCKED
 
 
+#: A deadlock's codes: MySQL/MariaDB's error number, PostgreSQL's SQLSTATE (psycopg 3 and 2 name
+#: it differently). The database rolled the transaction back whole and asks for it again.
+_MYSQL_DEADLOCK = 1213
+_POSTGRESQL_DEADLOCK = "40P01"
+
+
+def deadlocked(exc: BaseException) -> bool:
+    """The database chose this transaction as a deadlock's victim and rolled it back."""
+    cause = exc.__cause__
+    if cause is None:
+        return False
+    if getattr(cause, "args", (None,))[:1] == (_MYSQL_DEADLOCK,):
+        return True
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    return code == _POSTGRESQL_DEADLOCK
+
+
 def run_in_own_transaction(
     work: Callable[[], T], *, name: str = "nr-llm-own-transaction", each_statement: bool = False
 ) -> T:

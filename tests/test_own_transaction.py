@@ -265,3 +265,24 @@ def test_writes_in_place_from_many_threads_and_a_writers_job_all_land():
         each.join(30)
     handed.result(10)
     assert McpServer.objects.count() == 21
+
+
+def test_a_deadlock_victim_is_named_on_every_driver() -> None:
+    """MySQLdb's error number 1213, psycopg 3's sqlstate and psycopg2's pgcode 40P01 are a
+    deadlock the database rolled back (the ledger runs such a transaction again); others are not."""
+    from django.db import OperationalError
+
+    from nr_llm.own_transaction import deadlocked
+
+    def wrapped(cause: Exception) -> OperationalError:
+        error = OperationalError("wrapped by Django")
+        error.__cause__ = cause
+        return error
+
+    psycopg3, psycopg2 = Exception("deadlock detected"), Exception("deadlock detected")
+    psycopg3.sqlstate = "40P01"  # type: ignore[attr-defined]
+    psycopg2.pgcode = "40P01"  # type: ignore[attr-defined]
+    assert deadlocked(wrapped(Exception(1213, "Deadlock found when trying to get lock")))
+    assert deadlocked(wrapped(psycopg3)) and deadlocked(wrapped(psycopg2))
+    assert not deadlocked(wrapped(Exception(1205, "Lock wait timeout exceeded")))
+    assert not deadlocked(OperationalError("no cause"))

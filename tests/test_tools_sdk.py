@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from nr_llm import tools
+from nr_llm import own_transaction, tools
 from nr_llm.catalogue import import_catalogue
 from nr_llm.models import McpServer, McpTool
 from tests.peers import sdk_server
@@ -125,6 +125,8 @@ def test_a_credential_that_cannot_be_resolved_is_an_error_result_and_nothing_is_
 ):
     """Fail closed: the call is never made unauthenticated, the caller gets an error result."""
     monkeypatch.delenv("NR_LLM_TEST_UNSET_TOKEN", raising=False)
+    # The fixture's import stamped the server through a writer: let it land before clearing it.
+    assert own_transaction.settle(10)
     McpServer.objects.filter(pk=server.pk).update(auth_placement="bearer", last_contact=None, **credential)
     result = tools.execute("mcp_demo_echo", {"text": "hi"})
     assert result.is_error and result.server == "demo"

@@ -36,7 +36,12 @@ from django.db.models import Field
 
 from ..conf import conf
 from ..mcp.wire.text import clean, encodable
-from ..own_transaction import caller_blocks_own_transaction, run_in_own_transaction, sqlite_refused
+from ..own_transaction import (
+    caller_blocks_own_transaction,
+    deadlocked,
+    run_in_own_transaction,
+    sqlite_refused,
+)
 from ..servers import credentials
 from ..servers.credentials import CredentialUnavailable
 from .models import ToolCall, ToolCallStatus
@@ -130,8 +135,10 @@ def write(work: Callable[[], T], *, each_statement: bool = False) -> T:
         try:
             return run_in_own_transaction(work, name="nr-llm-ledger", each_statement=each_statement)
         except DatabaseError as exc:
-            if sqlite_refused(exc) and time.monotonic() + pause < waited_until:
-                # Rolled back whole: nothing of it was kept, so it runs again from the start.
+            refused = sqlite_refused(exc) or (deadlocked(exc) and not each_statement)
+            if refused and time.monotonic() + pause < waited_until:
+                # Rolled back whole (a statement of its own may have committed already, so a
+                # deadlock is retried only for one transaction): it runs again from the start.
                 time.sleep(pause)
                 pause = min(pause * 2, 0.1)
                 continue
