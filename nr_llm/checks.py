@@ -390,7 +390,10 @@ def check_database_features(databases: Any = None, **kwargs: Any) -> list[CheckM
 
 
 def register() -> None:
-    register_check(check_database_features, "nr_llm", Tags.database)
+    # Tagged "database" alone, as Django's own database checks are: it connects, so it runs with
+    # `check --database` and before `migrate`, never in `check --tag nr_llm` (which on Django 6
+    # runs a tag's checks against every database).
+    register_check(check_database_features, Tags.database)
     for check in (
         check_operation_timeout,
         check_allow_private_networks,

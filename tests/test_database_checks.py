@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import django
 import pytest
 from django.core.management import call_command
 from django.db import connection
@@ -40,7 +41,10 @@ def test_a_vendor_nr_llm_has_never_run_on_fails_manage_py_check(tmp_path):
     assert result.returncode != 0, result.stderr
     assert "nr_llm.E060" in result.stderr
     assert "'default' (tests.backends.unknown_vendor, Acme DB)" in result.stderr
-    assert not (tmp_path / "site.sqlite3").exists()
+    if django.VERSION < (6,):
+        # Django 6's own model checks run against every database (a JSONField's asks SQLite
+        # whether it has JSON): only before 6 does nothing connect.
+        assert not (tmp_path / "site.sqlite3").exists()
 
 
 def test_a_database_without_transactions_fails_manage_py_check_database(tmp_path):
