@@ -14,6 +14,7 @@ from ..authorization import runtime as authorization
 from ..mcp import ConnectionReport
 from ..mcp.wire.redaction import redact
 from ..models import McpServer
+from . import health
 from .endpoints import endpoint_for, mcp_client
 
 
@@ -27,7 +28,9 @@ class ConnectionTest:
 def test_connection(server: McpServer) -> ConnectionTest:
     """Ping ``server`` under its own budget; transport failures come back in the report."""
     endpoint = endpoint_for(server)
-    report = mcp_client().ping(endpoint)
+    with health.carried() as stamps:
+        report = mcp_client().ping(endpoint)
+    health.write_shown(stamps)
     marked = report.failure is not None and authorization.observe(server, report.failure)
     # The error is shown to every operator with the admin open; never the credential.
     return ConnectionTest(replace(report, error=redact(report.error, endpoint.credential)), marked)

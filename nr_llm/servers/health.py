@@ -146,6 +146,17 @@ def write(stamps: list[Stamp]) -> None:
             )
 
 
+#: How long an operator's own action (a connection test) waits for its stamp to be written.
+SHOWN_WAIT_SECONDS = 5.0
+
+
+def write_shown(stamps: list[Stamp]) -> None:
+    """``write`` for an operation whose page shows the contact it made (the admin's connection
+    test): waits, within a bound, so the page an operator sees next is not "never"."""
+    if stamps:
+        wait([hand_over(lambda: _each(stamps))], timeout=SHOWN_WAIT_SECONDS)
+
+
 def _each(stamps: list[Stamp]) -> None:
     for stamp in stamps:
         stamp()
