@@ -48,6 +48,22 @@ class TryFeatureForm(forms.Form):
         return value
 
 
+#: Every field is shown and none edited: enabling is an action, reviewing a page of its own.
+_SHOWN = (
+    "server",
+    "kind",
+    "key",
+    "name",
+    "title",
+    "description",
+    "mime_type",
+    "enabled",
+    "state_column",
+    "definition_column",
+    "review_column",
+)
+
+
 @admin.register(McpFeature)
 class McpFeatureAdmin(admin.ModelAdmin[McpFeature]):
     list_display = ["key_column", "kind", "server", "enabled", "state_column", "try_column"]
@@ -55,32 +71,8 @@ class McpFeatureAdmin(admin.ModelAdmin[McpFeature]):
     list_select_related = ["server"]
     search_fields = ["key", "name", "description"]
     actions = ["enable_selected", "disable_selected"]
-    fields = [
-        "server",
-        "kind",
-        "key",
-        "name",
-        "title",
-        "description",
-        "mime_type",
-        "enabled",
-        "state_column",
-        "definition_column",
-        "review_column",
-    ]
-    readonly_fields = [
-        "server",
-        "kind",
-        "key",
-        "name",
-        "title",
-        "description",
-        "mime_type",
-        "enabled",
-        "state_column",
-        "definition_column",
-        "review_column",
-    ]
+    fields = _SHOWN
+    readonly_fields = _SHOWN
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
