@@ -325,7 +325,9 @@ def _refused(
 def _hold(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
     trace.state = "held"
     try:
-        call_id = ledger.open_call(call, ToolCallStatus.AWAITING_APPROVAL, wall())
+        # Held from the database's clock, as its expiry is judged (decisions.approval_now).
+        held_at = decisions.approval_moment(wall)
+        call_id = ledger.open_call(call, ToolCallStatus.AWAITING_APPROVAL, held_at)
     except LedgerUnavailable as exc:
         # Fail closed: a call no one can find can never be approved, so it is not run either.
         logger.error(
