@@ -59,9 +59,6 @@ from .threads import refuse_in_event_loop
 
 logger = logging.getLogger("nr_llm.tools")
 
-#: Kept for callers that import it from here (``told.MAY_HAVE_RUN``).
-MAY_HAVE_RUN = told.MAY_HAVE_RUN
-
 State = Literal["prepared", "refused", "held", "recorded", "sent", "finished"]
 
 
