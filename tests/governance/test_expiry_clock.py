@@ -5,7 +5,7 @@ once, and one 10 minutes behind would run a call 5 minutes past its time."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
 import pytest
@@ -32,7 +32,7 @@ CLOSE = timedelta(seconds=30)  # a slow host between a write and the test's read
 
 
 @pytest.fixture
-def five_minutes() -> object:
+def five_minutes() -> Iterator[None]:
     with override_settings(NR_LLM_APPROVAL_EXPIRY_SECONDS=EXPIRY.total_seconds()):
         yield
 
