@@ -17,6 +17,8 @@ SCENARIO:
     slow      poll interval 100 ms; completes 1.5 s after it was created (wall clock)
     forget    every tasks/get (and tasks/result) answers -32602 "Task not found"
     failed    the task fails: a JSON-RPC error (inline in 2026, from tasks/result in 2025)
+    refuse    every tasks/get is refused the way a server of the other era refuses a request
+              (HTTP 400, -32601): no reason to send the tools/call again in the other era
     input     the task needs a name (an elicitation): input_required until it is given
               (2026: tasks/update), then completed greeting it
 
@@ -142,6 +144,10 @@ class Handler(BaseHTTPRequestHandler):
             )
             if era == "handshake" and method != "initialize" and session not in SESSIONS:
                 self._send(404, "")
+                return
+            if scenario == "refuse" and method == "tasks/get":
+                error = {"code": -32601, "message": "Method not found"}
+                self._send(400, json.dumps({"jsonrpc": "2.0", "id": body.get("id"), "error": error}))
                 return
             answer = self._answer(era, scenario, method, params, task)
         if answer is None:

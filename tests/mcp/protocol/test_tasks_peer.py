@@ -282,3 +282,25 @@ def test_a_forgotten_session_loses_its_task(base: str) -> None:
     with pytest.raises(McpTransportError) as lost:
         client.poll_task(_endpoint(base, "handshake", "never", "gone-session", budget=5), forgotten)
     assert lost.value.kind == "task_lost"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_refused_poll_never_sends_the_call_again_in_the_other_era(base: str, era: str) -> None:
+    """A tasks/get refused the way the other era refuses (400, -32601) is the task's failure, not
+    a reason for an era fallback: the second call, with the era remembered, goes once too."""
+    client, _ = _client(FakeClock())
+    endpoint = _endpoint(base, era, "refuse", "fallback")
+    failures = []
+    for _ in range(2):
+        with pytest.raises(McpTransportError) as raised:
+            client.call_tool(endpoint, "work", {}, task=OPTIONS)
+        failures.append(raised.value)
+    methods = [row["method"] for row in _seen(base, endpoint)]
+    assert methods.count("tools/call") == 2 and methods.count("tasks/get") == 2
+    for failure in failures:
+        assert isinstance(failure, TaskError) and failure.task is not None
+        assert failure.accepted and failure.code == -32601
+    first_call = methods.index("tools/call")
+    # Nothing re-negotiated after the first call: no probe, no handshake of the other era.
+    assert "server/discover" not in methods[first_call:]
+    assert methods.count("initialize") == (0 if era == "modern" else 2)
