@@ -318,10 +318,12 @@ class Follower:
     def follow(self, state: TaskState, *, look_first: bool = False) -> tuple[dict[str, Any], TaskState, int]:
         """The final ``CallToolResult`` object, the task's last state and the last leg's latency."""
         latency_ms = 0
-        self.announce(state)
         try:
             if look_first:
+                # A stored state: the caller has it already; a change is announced as it is seen.
                 state, latency_ms = self.get(state)
+            else:
+                self.announce(state)
             while True:
                 if state.terminal:
                     return self.finish(state, latency_ms)
@@ -420,7 +422,10 @@ class Follower:
             # The server asks on the stream of tasks/result (answered by the conversation's
             # responder hook); the answer that ends that stream is the call's result.
             result, latency_ms = self.fetch(state)
-            return result, dataclasses.replace(state, status="completed"), latency_ms
+            # tasks/result answers once the task ended; a JSON-RPC error would have been raised.
+            final = dataclasses.replace(state, status="completed")
+            self.announce(final)
+            return result, final, latency_ms
         asked = self.raw.get("inputRequests")
         asked = asked if isinstance(asked, dict) else {}
         fresh = {key: value for key, value in asked.items() if key not in self.answered}

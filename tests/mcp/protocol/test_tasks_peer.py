@@ -304,3 +304,19 @@ def test_a_refused_poll_never_sends_the_call_again_in_the_other_era(base: str, e
     # Nothing re-negotiated after the first call: no probe, no handshake of the other era.
     assert "server/discover" not in methods[first_call:]
     assert methods.count("initialize") == (0 if era == "modern" else 2)
+
+
+def test_a_state_callback_that_fails_does_not_stop_the_polling(
+    base: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    heard: list[str] = []
+
+    def broken(state: TaskState) -> None:
+        heard.append(state.status)
+        raise RuntimeError("the row could not be written")
+
+    client, _ = _client(FakeClock())
+    endpoint = _endpoint(base, "modern", "quick", "broken-callback")
+    outcome = client.call_tool(endpoint, "work", {}, task=TaskOptions(on_state=broken))
+    assert outcome.text == "done after 2 polls" and heard[0] == "working" and heard[-1] == "completed"
+    assert "MCP task state callback failed" in caplog.text
