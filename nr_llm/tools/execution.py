@@ -125,7 +125,9 @@ def execute(
     ``actor``: ``request.user`` or a label of the caller's choosing, kept in the ledger.
     ``data_class_ceiling``: the most sensitive data class the caller's model may see (None:
     ``NR_LLM_DATA_CLASS_CEILING``); a tool above it is refused, not run.
-    ``tool_call_id``: the model's id of this call, for the trace (docs/telemetry.md).
+    ``tool_call_id``: the provider's id of this call (``tool_calls[i].id``, ``call_id``,
+    ``tool_use.id``): the result carries it for ``tool_messages``, the trace as
+    ``gen_ai.tool.call.id``. Not the ledger row's id, which is ``result.call_id``.
     ``responder``: answers a server that asks for input during the call (elicitation); without
     one nothing is declared, and a server that needs input ends the call ``needs_input``.
     Called from a running event loop it raises ``SynchronousOnlyOperation``: await ``aexecute``.
@@ -136,9 +138,10 @@ def execute(
     try:
         # Inside the boundary: even a name that cannot be turned into text is an error result.
         trace.name = clean(name, ledger.NAME_CHARS)
-        return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, responder)
+        result = _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, responder)
     except Exception as exc:
-        return _unexpected(trace, exc, wall)
+        result = _unexpected(trace, exc, wall)
+    return _answering(result, tool_call_id)
 
 
 @telemetry.traced("resume")
@@ -152,15 +155,25 @@ def resume(
     """Run an approved call once; any other state comes back as its result (never an exception).
 
     A second resume of a call that ran returns its recorded outcome; one of a denied or
-    expired call says so, and nothing runs. ``tool_call_id`` as for ``execute``.
+    expired call says so, and nothing runs. ``call_id``: the ledger row's id (``result.call_id``
+    of the held call); ``tool_call_id``: the provider's id, as for ``execute``.
     """
     refuse_in_event_loop("resume", "aresume")
     trace = _Trace("")
     wall = clock or timezone.now
     try:
-        return _resume(trace, call_id, client, wall)
+        result = _resume(trace, call_id, client, wall)
     except Exception as exc:
-        return _unexpected(trace, exc, wall)
+        result = _unexpected(trace, exc, wall)
+    return _answering(result, tool_call_id)
+
+
+def _answering(result: ToolResult, tool_call_id: str | None) -> ToolResult:
+    """The result carrying the provider's id of the call it answers (``tool_messages`` reads it)."""
+    if tool_call_id is None:
+        return result
+    # Verbatim: the provider matches the answer to its call by this exact id.
+    return dataclasses.replace(result, tool_call_id=str(tool_call_id))
 
 
 def _execute(

@@ -208,6 +208,11 @@ def test_the_providers_tool_call_objects_are_read_with_their_ids():
     ]
     results = tools.execute_many(calls, client=RecordingClient(seconds=0.01))
     assert [r.text for r in results] == ["a:chat", "a:object", "a:responses", "a:anthropic"]
+    # Each result carries its call's provider id, distinct from its ledger row's id.
+    assert [r.tool_call_id for r in results] == ["call_1", "call_2", "fc_3", "toolu_4"]
+    assert all(r.call_id is not None and str(r.call_id) != r.tool_call_id for r in results)
+    items = tools.tool_messages("openai-responses", results)
+    assert [item["call_id"] for item in items] == ["call_1", "call_2", "fc_3", "toolu_4"]
 
 
 def test_bad_calls_each_get_a_result_in_order():
@@ -235,6 +240,16 @@ def test_bad_calls_each_get_a_result_in_order():
     assert "must be a JSON object" in results[3].text
     assert "int is not a tool call" in results[4].text
     assert [c[1] for c in client.calls] == [{"text": "1"}]
+    # Every call gets its answer under its own id, refused ones included (a provider refuses a
+    # turn in which a call has none); what is no tool call has no id to answer.
+    assert [r.tool_call_id for r in results] == ["call_1", "call_1", "call_2", "call_3", None]
+
+
+def test_a_turn_over_the_cap_answers_every_call_under_its_id(settings):
+    settings.NR_LLM_TURN_MAX_CALLS = 1
+    calls = [("x", {}), {"id": "call_9", "type": "function", "function": {"name": "x", "arguments": "{}"}}]
+    results = tools.execute_many(calls)
+    assert [r.tool_call_id for r in results] == [None, "call_9"]
 
 
 def test_a_turn_above_the_cap_runs_nothing_and_says_why(settings, caplog):
