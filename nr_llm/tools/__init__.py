@@ -17,6 +17,9 @@
   convention); the sync functions called from a running event loop raise
   ``SynchronousOnlyOperation`` naming them.
 
+- ``using_client(fake)``: a site's tests swap the MCP client for a double, and take every other
+  step of production (the ledger included).
+
 None of them raises for a tool's failure: the model is told the call failed and the loop
 carries on (seed 000). Every ``execute`` leaves a row in the tool-call ledger
 (``nr_llm.governance``).
@@ -29,6 +32,7 @@ from .messages import tool_messages
 from .offering import ToolSpec, available, definitions, spec
 from .registry import local_tool_names, register, unregister
 from .results import ToolResult, ToolStatus
+from .seam import using_client
 from .turn import aexecute_many, execute_many
 from .twins import adefinitions, aexecute, aresume
 
@@ -56,4 +60,5 @@ __all__ = [
     "spec",
     "tool_messages",
     "unregister",
+    "using_client",
 ]
