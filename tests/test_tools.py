@@ -286,6 +286,8 @@ def test_a_call_sent_and_never_answered_tells_the_model_the_tool_may_have_run():
     )
     result = tools.execute("mcp_demo_echo", {"city": "x"}, client=FakeClient(error=error))
     assert result.is_error and "may have run 'echo'" in result.text and "could not run" not in result.text
+    # Said once: the client's own sentence is not repeated after the site's.
+    assert result.text.count("may have run") == 1 and "connection closed before any answer" in result.text
 
 
 def test_a_remote_call_goes_under_its_servers_budget_with_the_remote_name():

@@ -194,6 +194,11 @@ def _execute(
         # A model's malformed call (a list or object as the name) is not a lookup key.
         return _refused(trace, call, "unknown_tool", f"unknown tool {clean(name)!r}", wall)
     if problem:
+        # A known tool's refused call is recorded under its server, as any other call of it.
+        row = None if local_tool(name) is not None else _catalogue_row(name)
+        if row is not None:
+            trace.server, trace.origin = row.server.identifier, _origin(row)
+            call = trace.call = dataclasses.replace(call, tool=row)
         return _refused(trace, call, "invalid_arguments", f"arguments for {clean(name)!r} {problem}", wall)
     assert isinstance(arguments, dict)
     try:
@@ -273,8 +278,10 @@ def planned_row(row: McpTool | None) -> Iterator[None]:
 
 def _canonical(arguments: object) -> tuple[str, str]:
     """(canonical JSON, "") or ("", why the arguments cannot be a call's)."""
+    if isinstance(arguments, str | bytes):
+        return "", _not_json(arguments)
     if not isinstance(arguments, dict):
-        return "", "must be a JSON object"
+        return "", f"must be a JSON object, not {_kind(arguments)}"
     try:
         canonical = ledger.canonical_json(arguments)
     except (TypeError, ValueError):
@@ -289,6 +296,40 @@ def _canonical(arguments: object) -> tuple[str, str]:
             f"(\\u{ord(canonical[exc.start]):04x}, half of a character)"
         )
     return canonical, ""
+
+
+def _not_json(text: str | bytes) -> str:
+    """Why a model's arguments text is no call's, in words it can act on: a cut-off answer (it
+    ran out of output tokens) reads differently from a malformed one."""
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        message = getattr(exc, "msg", "not JSON")
+        at = getattr(exc, "pos", 0)
+        whole = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        if message.startswith("Unterminated") or at >= len(whole.rstrip()):
+            return (
+                "were cut off: their JSON text ends before it is complete (the tool was not run). "
+                "Send the whole arguments again as one JSON object."
+            )
+        return (
+            f"are not valid JSON ({clean(message, 80)} at character {at}; the tool was not run). "
+            "Send the arguments as one JSON object."
+        )
+    return f"must be a JSON object, not {_kind(parsed)}"
+
+
+def _kind(value: object) -> str:
+    """A JSON value's kind, as a model reads it."""
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "null" if value is None else "a JSON object"
 
 
 def _refusal(row: McpTool, ceiling: str) -> tuple[str, str] | None:
