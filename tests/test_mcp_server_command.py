@@ -67,8 +67,11 @@ def test_a_new_server_from_flags_is_created_disabled_and_requiring_approval(monk
     )
     lines = out.splitlines()
     assert lines[0] == "orders: created: name, url, data_class, auth_placement, credential_env"
-    assert any("waits for an operator's approval (a new server's default" in line for line in lines)
+    assert any("waits for someone's approval (a new server's default" in line for line in lines)
     assert any(line.startswith("  not in use yet: it is disabled") for line in lines)
+    # The command's notes name its own flags, not the admin's fieldsets and pages.
+    assert "--enabled puts it in use" in out and "--no-requires-approval" in out
+    assert not any(word in out for word in ("Policy", "admin", "page", "operator"))
 
 
 def test_a_second_run_changes_nothing_and_says_unchanged():
