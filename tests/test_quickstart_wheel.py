@@ -38,7 +38,8 @@ class _Message:
 
     def model_dump(self, include=None, exclude_none=False):
         data = {"role": self.role, "content": self.content, "tool_calls": self.tool_calls}
-        return {k: v for k, v in data.items() if (include is None or k in include) and (v is not None or not exclude_none)}
+        kept = {k: v for k, v in data.items() if include is None or k in include}
+        return {k: v for k, v in kept.items() if v is not None or not exclude_none}
 
 
 class _Completions:
@@ -49,8 +50,9 @@ class _Completions:
             message = _Message(" | ".join(f"{m['tool_call_id']}={m['content']}" for m in answered))
         else:
             offered = [tool["function"]["name"] for tool in tools]
-            call = {"id": "call_1", "type": "function",
-                    "function": {"name": offered[0], "arguments": json.dumps({"text": "hello from the wheel"})}}
+            arguments = json.dumps({"text": "hello from the wheel"})
+            function = {"name": offered[0], "arguments": arguments}
+            call = {"id": "call_1", "type": "function", "function": function}
             message = _Message(None, [call])
         return type("Reply", (), {"choices": [type("Choice", (), {"message": message})()]})()
 
