@@ -46,7 +46,8 @@ class Recorder:
     package's request type, and answers with ``reply``."""
 
     def __init__(self, published: Any, reply: Any) -> None:
-        self.published, self.reply, self.sent = published, reply, []
+        self.published, self.reply = published, reply
+        self.sent: list[list[dict[str, Any]]] = []
 
     def create(self, **request: Any) -> Any:
         for message in request["messages"]:
@@ -105,7 +106,7 @@ def test_an_openai_turn_held_for_approval_continues_with_the_real_answers(orders
         ChatCompletionMessageParam, types.SimpleNamespace(choices=[types.SimpleNamespace(message=final)])
     )
     namespace = _namespace(monkeypatch, openai, Recorder(MessageParam, None))
-    calls = [
+    calls: list[Any] = [
         ChatCompletionMessageToolCall(
             id=f"call_{n}",
             type="function",
@@ -113,7 +114,7 @@ def test_an_openai_turn_held_for_approval_continues_with_the_real_answers(orders
         )
         for n in ("1", "2")
     ]
-    turn = ChatCompletionMessage(role="assistant", content=None, tool_calls=calls)
+    turn = ChatCompletionMessage(role="assistant", content=None, tool_calls=list(calls))
     messages = [
         {"role": "user", "content": "Refund orders 1 and 2"},
         turn.model_dump(include={"role", "content", "tool_calls"}, exclude_none=True),

@@ -30,6 +30,11 @@ class Fake:
         return CallOutcome(text=f"echo:{arguments['text']}", is_error=False)
 
 
+def _client() -> object:
+    """The installation's client, as the code that builds it gets it."""
+    return mcp_client()
+
+
 def _server(fake: Fake, **fields: Any) -> McpServer:
     server = McpServer.objects.create(
         identifier="demo",
@@ -48,7 +53,7 @@ def _server(fake: Fake, **fields: Any) -> McpServer:
 def test_every_entry_point_reaches_the_double_and_leaves_its_ledger_row() -> None:
     fake = Fake()
     with tools.using_client(fake) as given:
-        assert given is fake and mcp_client() is fake
+        assert given is fake and _client() is fake
         _server(fake)
         one = tools.execute("mcp_demo_echo", {"text": "a"}, tool_call_id="call_1")
         # execute_many runs its calls on the pool's threads: the swap reaches them.
@@ -78,5 +83,5 @@ def test_blocks_nest_and_each_restores_the_one_around_it() -> None:
     outer, inner = Fake(), Fake()
     with tools.using_client(outer):
         with tools.using_client(inner):
-            assert mcp_client() is inner
-        assert mcp_client() is outer
+            assert _client() is inner
+        assert _client() is outer

@@ -241,7 +241,7 @@ def test_bad_calls_each_get_a_result_in_order():
     assert [c[1] for c in client.calls] == [{"text": "1"}]
     # The known tool's malformed call is recorded under its server, and the model is told plainly.
     assert results[3].server == "docs" and "are not valid JSON" in results[3].text
-    assert ToolCall.objects.get(pk=results[3].call_id).server_identifier == "docs"
+    assert ToolCall.objects.get(pk=str(results[3].call_id)).server_identifier == "docs"
     # Every call gets its answer under its own id, refused ones included (a provider refuses a
     # turn in which a call has none); what is no tool call has no id to answer.
     assert [r.tool_call_id for r in results] == ["call_1", "call_1", "call_2", "call_3", None]
@@ -260,13 +260,16 @@ def test_arguments_cut_off_mid_json_are_said_to_be_cut_off():
     [result] = tools.execute_many([cut], client=client)
     assert result.text.startswith("arguments for 'mcp_docs_a' were cut off: their JSON text ends")
     assert "must be" not in result.text and client.calls == []
-    row = ToolCall.objects.get(pk=result.call_id)
+    row = ToolCall.objects.get(pk=str(result.call_id))
     assert (row.server_identifier, row.error_kind) == ("docs", "invalid_arguments")
 
 
 def test_a_turn_over_the_cap_answers_every_call_under_its_id(settings):
     settings.NR_LLM_TURN_MAX_CALLS = 1
-    calls = [("x", {}), {"id": "call_9", "type": "function", "function": {"name": "x", "arguments": "{}"}}]
+    calls: list[object] = [
+        ("x", {}),
+        {"id": "call_9", "type": "function", "function": {"name": "x", "arguments": "{}"}},
+    ]
     results = tools.execute_many(calls)
     assert [r.tool_call_id for r in results] == [None, "call_9"]
 
