@@ -316,3 +316,13 @@ def test_a_private_key_from_its_variable_is_checked_like_the_admin_checks_it(mon
     assert error is None, error
     assert out.splitlines()[0].endswith(", oauth_private_key")
     assert credentials.decrypt(fields("machine")["oauth_private_key_ciphertext"]) == pem.strip()
+
+
+@pytest.mark.parametrize(
+    "url", ["npx -y @modelcontextprotocol/server-everything", "stdio://server", "uvx mcp-x"]
+)
+def test_a_stdio_servers_command_as_url_names_the_bridge(url):
+    """A newcomer pastes the command a stdio server runs with: the error says what to do."""
+    _, _, error = run("local", "--url", url, "--data-class", "publicContent")
+    assert error is not None and "Streamable HTTP through a bridge" in str(error)
+    assert not McpServer.objects.filter(identifier="local").exists()
