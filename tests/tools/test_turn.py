@@ -2,7 +2,7 @@
 
 The scheduling tests use a recording client (it counts overlapping calls, which no real server
 reports); what a real server does with a turn is in test_asgi_views.py (an async view under
-uvicorn) and tests/test_readme_turn.py (the README's sync and async views), both against the
+uvicorn) and tests/test_readme_turn.py (the README's view and its async twin), both against the
 official SDK server. The ledger writes on
 its own connection, so these tests commit (``transaction=True``).
 """
