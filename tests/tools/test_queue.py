@@ -212,3 +212,16 @@ def test_a_call_id_that_is_no_call():
     """result() of garbage or of an unknown id is a failed result, never an exception."""
     assert tools.result("nope").status == "failed"
     assert "There is no tool call" in tools.result("00000000-0000-0000-0000-000000000000").text
+
+
+def test_the_admins_call_page_shows_the_progress(echo, dummy, client):
+    """The call's page reads the latest progress, its share and the server's message (escaped)."""
+    from django.contrib.auth.models import User
+    from django.urls import reverse
+
+    result = tools.enqueue(echo.tool_name, {"text": "shown"})
+    queued.claim(result.call_id)
+    queued.ProgressRecorder(result.call_id)(Progress(3, 4, "<b>step</b> three"))
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    page = client.get(reverse("admin:nr_llm_toolcall_change", args=[result.call_id])).content.decode()
+    assert "3 of 4 (75%) · &lt;b&gt;step&lt;/b&gt; three" in page
