@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.db import connection
 
@@ -31,7 +32,10 @@ from tests.factories import McpServerFactory, McpToolFactory
 from tests.governance.helpers import approver
 from tests.peers import running, sdk_server
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+# SQLite: a file this module sets up itself (shared_database); the suite's in-memory test database
+# stays open in this process whatever is closed, so it is not asked for at all.
+SQLITE = django_settings.DATABASES["default"]["ENGINE"].endswith("sqlite3")
+pytestmark = [pytest.mark.e2e] if SQLITE else [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 SLOW_SCHEMA = {"type": "object", "properties": {"seconds": {"type": "number"}}}
 LONG_SCHEMA = {"type": "object", "properties": {"duration": {"type": "number"}, "steps": {"type": "number"}}}
@@ -42,7 +46,7 @@ def shared_database(tmp_path: Path, django_db_blocker, settings) -> Iterator[str
     """A database this process and the worker processes share; yields its URL for the workers."""
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
     settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
-    if connection.vendor != "sqlite":
+    if not SQLITE:
         yield _database_url()
         return
     with django_db_blocker.unblock():
