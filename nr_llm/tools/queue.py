@@ -160,7 +160,7 @@ def as_result(call: ToolCall) -> ToolResult:
             call.server_identifier,
             "failed" if failed else "succeeded",
             call.id,
-            content=blocks,  # type: ignore[arg-type]
+            content=blocks,
             progress=progress,
         )
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -24,7 +25,9 @@ from django.db import connection
 from nr_llm import tools
 from nr_llm.governance import reaper
 from nr_llm.governance.models import ToolCall, ToolCallStatus
+from nr_llm.mcp.protocol.progress import Progress
 from nr_llm.models import DataClass, McpTool
+from nr_llm.tools import ToolResult
 from nr_llm.tools.worker import run_tool_call
 from tests.e2e.test_import_workers import _database_url, wait_for, workers
 from tests.e2e.test_mcp_server_everything import EVERYTHING, PEERS
@@ -39,6 +42,12 @@ pytestmark = [pytest.mark.e2e] if SQLITE else [pytest.mark.e2e, pytest.mark.djan
 
 SLOW_SCHEMA = {"type": "object", "properties": {"seconds": {"type": "number"}}}
 LONG_SCHEMA = {"type": "object", "properties": {"duration": {"type": "number"}, "steps": {"type": "number"}}}
+
+
+def _id(result: ToolResult) -> uuid.UUID:
+    """The ledger row of a result that has one."""
+    assert result.call_id is not None, result
+    return result.call_id
 
 
 @pytest.fixture
@@ -141,9 +150,10 @@ def test_a_worker_killed_mid_call_never_gets_its_call_run_again(shared_database,
             }
             assert redelivered.worker_ids != [worker_id]
 
-        row = ToolCall.objects.get(pk=call.call_id)
+        row = ToolCall.objects.get(pk=_id(call))
         assert row.status == ToolCallStatus.RUNNING
         # Past the queued budget and the margin (moved back rather than waited for).
+        assert row.started_at is not None
         ToolCall.objects.filter(pk=row.pk).update(
             started_at=row.started_at - timedelta(seconds=60 + reaper.MARGIN_SECONDS + 1)
         )
@@ -168,7 +178,7 @@ def test_an_approved_held_call_runs_on_a_worker_without_resume(shared_database, 
                 lambda: tools.result(held.call_id).status == "succeeded", "the approved call run", tmp_path
             )
         assert _sent(url) == [0.1]
-        row = ToolCall.objects.get(pk=held.call_id)
+        row = ToolCall.objects.get(pk=_id(held))
         assert (row.approver_label, row.on_worker) == ("approver", True)
 
 
@@ -189,7 +199,7 @@ def test_progress_of_a_long_running_tool_shows_on_the_row(shared_database, tmp_p
             input_schema=LONG_SCHEMA,
         )
         call = tools.enqueue(tool.tool_name, {"duration": 4, "steps": 4})
-        seen: list[tuple[str, object]] = []
+        seen: list[tuple[str, Progress | None]] = []
         with _run_workers(2, tmp_path, shared_database):
 
             def look() -> bool:

@@ -7,6 +7,7 @@ the task backends are django-tasks' own: the immediate one (runs in place) and t
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -19,6 +20,7 @@ from nr_llm.governance import queued, reaper
 from nr_llm.governance.models import ToolCall, ToolCallStatus
 from nr_llm.mcp.protocol.progress import Progress
 from nr_llm.models import DataClass, McpTool
+from nr_llm.tools import ToolResult
 from nr_llm.tools.worker import run_tool_call
 from tests.factories import McpServerFactory, McpToolFactory
 from tests.governance.helpers import approver
@@ -28,6 +30,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 DUMMY = "django_tasks.backends.dummy.DummyBackend"
 ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
+def _id(result: ToolResult) -> uuid.UUID:
+    """The ledger row of a result that has one."""
+    assert result.call_id is not None, result
+    return result.call_id
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +58,7 @@ def dummy(settings):
     """A backend that keeps every task: the test runs them, as a worker would."""
     settings.TASKS = {"default": {"BACKEND": DUMMY}}
     backend = run_tool_call.get_backend()
-    backend.clear()
+    backend.clear()  # type: ignore[attr-defined]
     return backend
 
 
@@ -64,7 +72,7 @@ def test_with_the_immediate_backend_the_call_runs_in_place(echo, peer):
     """Django's default backend runs the task inside enqueue: the result is the recorded outcome."""
     result = tools.enqueue(echo.tool_name, {"text": "in place"}, actor="site")
     assert (result.status, result.is_error, result.text) == ("succeeded", False, "in place")
-    row = ToolCall.objects.get(pk=result.call_id)
+    row = ToolCall.objects.get(pk=_id(result))
     assert (row.status, row.on_worker, row.actor_label) == (ToolCallStatus.SUCCEEDED, True, "site")
     assert _sent(peer, "in place") == 1
 
@@ -94,7 +102,7 @@ def test_a_refused_call_is_not_queued(echo, dummy):
     result = tools.enqueue(echo.tool_name, {"text": 3})
     assert (result.status, result.is_error) == ("failed", True)
     assert dummy.results == []
-    assert ToolCall.objects.get(pk=result.call_id).error_kind == "invalid_arguments"
+    assert ToolCall.objects.get(pk=_id(result)).error_kind == "invalid_arguments"
 
 
 def test_a_rolled_back_caller_enqueues_nothing_and_the_reaper_ends_the_row_unsent(echo, dummy, settings):
@@ -108,7 +116,7 @@ def test_a_rolled_back_caller_enqueues_nothing_and_the_reaper_ends_the_row_unsen
         assert result.status == "queued"
         raise RuntimeError("the view failed")
     assert dummy.results == []
-    row = ToolCall.objects.get(pk=result.call_id)
+    row = ToolCall.objects.get(pk=_id(result))
     assert row.status == ToolCallStatus.QUEUED
     ToolCall.objects.filter(pk=row.pk).update(
         created=row.created - timedelta(seconds=30 + reaper.MARGIN_SECONDS + 5)
@@ -155,11 +163,11 @@ def test_a_killed_workers_row_ends_may_have_run_and_is_never_run_again(echo, pee
     """A row left running (its worker died) is reaped past the queued budget; a redelivery runs nothing."""
     settings.NR_LLM_QUEUED_OPERATION_TIMEOUT = 30
     result = tools.enqueue(echo.tool_name, {"text": "orphaned"})
-    claimed = queued.claim(result.call_id)
+    claimed = queued.claim(_id(result))
     assert claimed is not None and claimed.approved is False  # the worker that then died
-    ToolCall.objects.filter(pk=result.call_id).update(started_at=claimed.call.created - timedelta(hours=1))
+    ToolCall.objects.filter(pk=_id(result)).update(started_at=claimed.call.created - timedelta(hours=1))
     assert reaper.reap() == 1
-    row = ToolCall.objects.get(pk=result.call_id)
+    row = ToolCall.objects.get(pk=_id(result))
     assert (row.status, row.error_kind) == (ToolCallStatus.FAILED, reaper.ABANDONED)
     assert run_tool_call.call(str(row.pk))["ran"] is False
     assert _sent(peer, "orphaned") == 0
@@ -170,9 +178,9 @@ def test_a_running_worker_row_is_not_reaped_within_the_queued_budget(echo, dummy
     """The ordinary reaper's 20 s budget does not apply to a worker's row: its own budget does."""
     settings.NR_LLM_QUEUED_OPERATION_TIMEOUT = 3600
     result = tools.enqueue(echo.tool_name, {"text": "long"})
-    claimed = queued.claim(result.call_id)
+    claimed = queued.claim(_id(result))
     assert claimed is not None
-    ToolCall.objects.filter(pk=result.call_id).update(started_at=claimed.call.created - timedelta(minutes=30))
+    ToolCall.objects.filter(pk=_id(result)).update(started_at=claimed.call.created - timedelta(minutes=30))
     assert reaper.reap() == 0
     assert tools.result(result.call_id).status == "running"
 
@@ -181,20 +189,20 @@ def test_a_call_that_waited_past_its_budget_is_not_run_late(echo, peer, dummy, s
     """A delivery after the queued budget ends the row unsent instead of running it."""
     settings.NR_LLM_QUEUED_OPERATION_TIMEOUT = 30
     result = tools.enqueue(echo.tool_name, {"text": "too late"})
-    ToolCall.objects.filter(pk=result.call_id).update(
-        created=ToolCall.objects.get(pk=result.call_id).created - timedelta(minutes=5)
+    ToolCall.objects.filter(pk=_id(result)).update(
+        created=ToolCall.objects.get(pk=_id(result)).created - timedelta(minutes=5)
     )
     assert run_tool_call.call(str(result.call_id))["ran"] is False
-    assert ToolCall.objects.get(pk=result.call_id).error_kind == queued.NO_WORKER
+    assert ToolCall.objects.get(pk=_id(result)).error_kind == queued.NO_WORKER
     assert _sent(peer, "too late") == 0
 
 
 def test_progress_is_kept_at_most_once_a_second_and_flushed_at_the_end(echo, dummy):
     """The recorder writes the first report, holds those within the interval, flushes the last."""
     result = tools.enqueue(echo.tool_name, {"text": "progress"})
-    queued.claim(result.call_id)
+    queued.claim(_id(result))
     now = [100.0]
-    recorder = queued.ProgressRecorder(result.call_id, monotonic=lambda: now[0])
+    recorder = queued.ProgressRecorder(_id(result), monotonic=lambda: now[0])
     recorder(Progress(1, 4))
     recorder(Progress(2, 4, "half"))
     assert recorder.writes == 1
@@ -220,8 +228,8 @@ def test_the_admins_call_page_shows_the_progress(echo, dummy, client):
     from django.urls import reverse
 
     result = tools.enqueue(echo.tool_name, {"text": "shown"})
-    queued.claim(result.call_id)
-    queued.ProgressRecorder(result.call_id)(Progress(3, 4, "<b>step</b> three"))
+    queued.claim(_id(result))
+    queued.ProgressRecorder(_id(result))(Progress(3, 4, "<b>step</b> three"))
     client.force_login(User.objects.create_superuser("root", password="pw"))
     page = client.get(reverse("admin:nr_llm_toolcall_change", args=[result.call_id])).content.decode()
     assert "3 of 4 (75%) · &lt;b&gt;step&lt;/b&gt; three" in page
