@@ -7,6 +7,7 @@ the task backends are django-tasks' own: the immediate one (runs in place) and t
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -233,3 +234,26 @@ def test_the_admins_call_page_shows_the_progress(echo, dummy, client):
     client.force_login(User.objects.create_superuser("root", password="pw"))
     page = client.get(reverse("admin:nr_llm_toolcall_change", args=[result.call_id])).content.decode()
     assert "3 of 4 (75%) · &lt;b&gt;step&lt;/b&gt; three" in page
+
+
+def test_resume_of_a_queued_call_runs_nothing_and_says_queued(echo, peer, dummy):
+    """resume() is for approved calls: a queued one is the worker's, and stays queued."""
+    result = tools.enqueue(echo.tool_name, {"text": "not resumed"})
+    again = tools.resume(result.call_id)
+    assert (again.status, again.is_error) == ("queued", False)
+    assert ToolCall.objects.get(pk=_id(result)).status == ToolCallStatus.QUEUED
+    assert _sent(peer, "not resumed") == 0
+
+
+def test_the_async_twins_queue_and_read_alike(echo, dummy):
+    """aenqueue queues as enqueue does; aresult reads the row as result does."""
+
+    async def view() -> tuple[ToolResult, ToolResult]:
+        queued_now = await tools.aenqueue(echo.tool_name, {"text": "async"}, actor="async site")
+        return queued_now, await tools.aresult(queued_now.call_id)
+
+    result, read = asyncio.run(view())
+    assert result.status == "queued"
+    assert (read.status, read.call_id) == ("queued", result.call_id)
+    # The task went to the pool thread's own backend instance (backends are per thread).
+    assert ToolCall.objects.filter(pk=_id(result), status=ToolCallStatus.QUEUED, on_worker=True).exists()
