@@ -15,6 +15,9 @@
   convention); the sync functions called from a running event loop raise
   ``SynchronousOnlyOperation`` naming them.
 
+- ``enqueue(name, arguments, ...)`` queues a call for a worker of the site's Django Tasks backend
+  and returns at once (``queued``); ``result(call_id)`` reads its state; ``aenqueue``/``aresult``;
+
 None of them raises for a tool's failure: the model is told the call failed and the loop
 carries on (seed 000). Every ``execute`` leaves a row in the tool-call ledger
 (``nr_llm.governance``).
@@ -24,6 +27,7 @@ from ..governance.decisions import Decision, DecisionRefused, approve, deny
 from .execution import ToolCaller, execute, resume
 from .messages import MessageFormat, tool_messages
 from .offering import Format, ToolSpec, available, definitions, spec
+from .queue import aenqueue, aresult, enqueue, result
 from .registry import LocalTool, ToolFunction, local_tool_names, register, unregister
 from .results import ToolResult, ToolStatus
 from .turn import aexecute_many, execute_many
@@ -43,6 +47,10 @@ __all__ = [
     "ToolStatus",
     "TurnCall",
     "adefinitions",
+    "aenqueue",
+    "aresult",
+    "enqueue",
+    "result",
     "aexecute",
     "aexecute_many",
     "approve",
