@@ -17,6 +17,8 @@
   convention); the sync functions called from a running event loop raise
   ``SynchronousOnlyOperation`` naming them.
 
+- ``enqueue(name, arguments, ...)`` queues a call for a worker of the site's Django Tasks backend
+  and returns at once (``queued``); ``result(call_id)`` reads its state; ``aenqueue``/``aresult``;
 - ``using_client(fake)``: a site's tests swap the MCP client for a double, and take every other
   step of production (the ledger included).
 
@@ -30,6 +32,7 @@ from ..providers import Provider
 from .execution import ToolCaller, execute, resume
 from .messages import tool_messages
 from .offering import ToolSpec, available, definitions, spec
+from .queue import aenqueue, aresult, enqueue, result
 from .registry import local_tool_names, register, unregister
 from .results import ToolResult, ToolStatus
 from .seam import using_client
@@ -45,6 +48,10 @@ __all__ = [
     "ToolSpec",
     "ToolStatus",
     "adefinitions",
+    "aenqueue",
+    "aresult",
+    "enqueue",
+    "result",
     "aexecute",
     "aexecute_many",
     "approve",

@@ -7,12 +7,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..mcp.protocol.progress import Progress
 from ..mcp.protocol.results import Block
 
 #: ``awaiting_approval`` and ``running`` are neither success nor failure: the call has not
 #: (yet) run here; ``denied`` and ``expired`` never will; ``needs_authorization``: not sent,
 #: the actor must connect their account first (``connect_url``); ``needs_input``: the server
-#: asked for input the site's responder (or its absence) could not give, the call did not finish.
+#: asked for input the site's responder (or its absence) could not give, the call did not finish;
+#: ``queued``: its row waits for a worker of the site's task backend (``tools.enqueue``).
 ToolStatus = Literal[
     "succeeded",
     "failed",
@@ -22,6 +24,7 @@ ToolStatus = Literal[
     "running",
     "needs_authorization",
     "needs_input",
+    "queued",
 ]
 
 
@@ -43,6 +46,8 @@ class ToolResult:
     structured: dict[str, Any] | None = None
     #: Where the actor connects their account (status ``needs_authorization``), else "".
     connect_url: str = ""
+    #: The latest progress its server reported, for a call read back by ``tools.result()``.
+    progress: Progress | None = field(default=None, compare=False)
     #: The provider's id of the tool call this answers (``execute(tool_call_id=...)``, or the id
     #: of the model's call in ``execute_many``); None when not given. Not the ledger row's id.
     tool_call_id: str | None = field(default=None, compare=False)

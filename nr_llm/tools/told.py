@@ -108,6 +108,8 @@ def as_recorded(call: ToolCall) -> ToolResult:
         else:
             text = f"{head} already ran ({call.get_status_display().lower()}); it is not run again.{answer}"
         status = "succeeded" if call.status == ToolCallStatus.SUCCEEDED else "failed"
+    elif call.status == ToolCallStatus.QUEUED:
+        text, status = f"{head} is queued for a worker; it has not started.", "queued"
     else:
         text, status = f"{head} is running; its outcome is recorded when it ends.", "running"
     return ToolResult(
