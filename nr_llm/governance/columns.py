@@ -39,7 +39,9 @@ def when(call: ToolCall, now: datetime) -> SafeString:
 def tool(call: ToolCall) -> SafeString:
     """The local tool name; beneath, the server and the remote name (a local tool has neither)."""
     if not call.server_identifier:
-        return format_html('{}<div class="nr-llm-detail">local tool</div>', call.tool_name)
+        # A name no tool has is not a local tool: say which it was.
+        kind = "unknown tool" if call.error_kind == "unknown_tool" else "local tool"
+        return format_html('{}<div class="nr-llm-detail">{}</div>', call.tool_name, kind)
     return format_html(
         '{}<div class="nr-llm-detail">{} · {}</div>', call.tool_name, call.server_identifier, call.remote_name
     )

@@ -123,7 +123,9 @@ def execute(
     ``actor``: ``request.user`` or a label of the caller's choosing, kept in the ledger.
     ``data_class_ceiling``: the most sensitive data class the caller's model may see (None:
     ``NR_LLM_DATA_CLASS_CEILING``); a tool above it is refused, not run.
-    ``tool_call_id``: the model's id of this call, for the trace (docs/telemetry.md).
+    ``tool_call_id``: the provider's id of this call (``tool_calls[i].id``, ``call_id``,
+    ``tool_use.id``): the result carries it for ``tool_messages``, the trace as
+    ``gen_ai.tool.call.id``. Not the ledger row's id, which is ``result.call_id``.
     ``responder``: answers a server that asks for input during the call (elicitation); without
     one nothing is declared, and a server that needs input ends the call ``needs_input``.
     Called from a running event loop it raises ``SynchronousOnlyOperation``: await ``aexecute``.
@@ -134,9 +136,10 @@ def execute(
     try:
         # Inside the boundary: even a name that cannot be turned into text is an error result.
         trace.name = clean(name, ledger.NAME_CHARS)
-        return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, responder)
+        result = _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, responder)
     except Exception as exc:
-        return _unexpected(trace, exc, wall)
+        result = _unexpected(trace, exc, wall)
+    return _answering(result, tool_call_id)
 
 
 @telemetry.traced("resume")
@@ -150,15 +153,25 @@ def resume(
     """Run an approved call once; any other state comes back as its result (never an exception).
 
     A second resume of a call that ran returns its recorded outcome; one of a denied or
-    expired call says so, and nothing runs. ``tool_call_id`` as for ``execute``.
+    expired call says so, and nothing runs. ``call_id``: the ledger row's id (``result.call_id``
+    of the held call); ``tool_call_id``: the provider's id, as for ``execute``.
     """
     refuse_in_event_loop("resume", "aresume")
     trace = _Trace("")
     wall = clock or timezone.now
     try:
-        return _resume(trace, call_id, client, wall)
+        result = _resume(trace, call_id, client, wall)
     except Exception as exc:
-        return _unexpected(trace, exc, wall)
+        result = _unexpected(trace, exc, wall)
+    return _answering(result, tool_call_id)
+
+
+def _answering(result: ToolResult, tool_call_id: str | None) -> ToolResult:
+    """The result carrying the provider's id of the call it answers (``tool_messages`` reads it)."""
+    if tool_call_id is None:
+        return result
+    # Verbatim: the provider matches the answer to its call by this exact id.
+    return dataclasses.replace(result, tool_call_id=str(tool_call_id))
 
 
 @telemetry.traced("execute")
@@ -201,6 +214,11 @@ def _execute(
         # A model's malformed call (a list or object as the name) is not a lookup key.
         return _refused(trace, call, "unknown_tool", f"unknown tool {clean(name)!r}", wall)
     if problem:
+        # A known tool's refused call is recorded under its server, as any other call of it.
+        row = None if local_tool(name) is not None else _catalogue_row(name)
+        if row is not None:
+            trace.server, trace.origin = row.server.identifier, _origin(row)
+            call = trace.call = dataclasses.replace(call, tool=row)
         return _refused(trace, call, "invalid_arguments", f"arguments for {clean(name)!r} {problem}", wall)
     assert isinstance(arguments, dict)
     try:
@@ -284,8 +302,10 @@ def planned_row(row: McpTool | None) -> Iterator[None]:
 
 def _canonical(arguments: object) -> tuple[str, str]:
     """(canonical JSON, "") or ("", why the arguments cannot be a call's)."""
+    if isinstance(arguments, str | bytes):
+        return "", _not_json(arguments)
     if not isinstance(arguments, dict):
-        return "", "must be a JSON object"
+        return "", f"must be a JSON object, not {_kind(arguments)}"
     try:
         canonical = ledger.canonical_json(arguments)
     except (TypeError, ValueError):
@@ -300,6 +320,40 @@ def _canonical(arguments: object) -> tuple[str, str]:
             f"(\\u{ord(canonical[exc.start]):04x}, half of a character)"
         )
     return canonical, ""
+
+
+def _not_json(text: str | bytes) -> str:
+    """Why a model's arguments text is no call's, in words it can act on: a cut-off answer (it
+    ran out of output tokens) reads differently from a malformed one."""
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        message = getattr(exc, "msg", "not JSON")
+        at = getattr(exc, "pos", 0)
+        whole = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        if message.startswith("Unterminated") or at >= len(whole.rstrip()):
+            return (
+                "were cut off: their JSON text ends before it is complete (the tool was not run). "
+                "Send the whole arguments again as one JSON object."
+            )
+        return (
+            f"are not valid JSON ({clean(message, 80)} at character {at}; the tool was not run). "
+            "Send the arguments as one JSON object."
+        )
+    return f"must be a JSON object, not {_kind(parsed)}"
+
+
+def _kind(value: object) -> str:
+    """A JSON value's kind, as a model reads it."""
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "null" if value is None else "a JSON object"
 
 
 def _refusal(row: McpTool, ceiling: str) -> tuple[str, str] | None:

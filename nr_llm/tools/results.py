@@ -35,7 +35,8 @@ class ToolResult:
     #: The identifier of the MCP server that answered (or failed); "" for a local tool.
     server: str = ""
     status: ToolStatus = "succeeded"
-    #: The ledger row (``ToolCall``) of this call; None when it could not be recorded.
+    #: The ledger row's id (``ToolCall``) of this call, what ``resume`` takes; None when it could
+    #: not be recorded. Not the provider's id of the call (``tool_call_id``).
     #: Out of equality: two results that say the same thing are equal.
     call_id: uuid.UUID | None = field(default=None, compare=False)
     #: The answer's blocks in MCP shape (text, image, audio, resource_link, resource), cleaned
@@ -47,6 +48,9 @@ class ToolResult:
     connect_url: str = ""
     #: The latest progress its server reported, for a call read back by ``tools.result()``.
     progress: Progress | None = field(default=None, compare=False)
+    #: The provider's id of the tool call this answers (``execute(tool_call_id=...)``, or the id
+    #: of the model's call in ``execute_many``); None when not given. Not the ledger row's id.
+    tool_call_id: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # An error result built without a status (the historical three fields) is a failure.
