@@ -78,6 +78,7 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
                     "tool_column",
                     "actor_column",
                     "status_column",
+                    "progress_column",
                     "era",
                     "duration_ms",
                     "data_class_column",
@@ -283,6 +284,10 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
     @admin.display(description="status", ordering="status")
     def status_column(self, obj: ToolCall) -> SafeString:
         return columns.status(obj, timezone.now())
+
+    @admin.display(description="progress")
+    def progress_column(self, obj: ToolCall) -> str:
+        return columns.progress(obj)
 
     @admin.display(description="actor")
     def actor_column(self, obj: ToolCall) -> str:

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
+from django.dispatch import Signal
 from django.utils import timezone
 
 from ..conf import conf
@@ -40,6 +41,11 @@ from .models import PENDING, ToolCall, ToolCallStatus
 
 APPROVE_PERMISSION = "nr_llm.approve_toolcall"
 NOTE_CHARS = 2000
+
+#: Sent (``call_id=``) once the caller's transaction commits an approval of a call enqueued for a
+#: worker (``tools.enqueue``): the tool side enqueues its task (connected in ``apps.ready``), so
+#: a worker runs it with no ``resume()``.
+worker_call_approved = Signal()
 
 
 class DecisionRefused(Exception):
@@ -120,6 +126,7 @@ def _decide(
             f"{who} may not {verb} tool calls: that needs the permission “Can approve or deny tool calls” "
             f"({APPROVE_PERMISSION})."
         )
+    on_worker: list[bool] = []
     approver = {"approver_id": user.pk, "approver_label": clean(user.get_username(), ledger.LABEL_CHARS)}
 
     def move() -> Decision | str:
@@ -139,6 +146,7 @@ def _decide(
                 "nothing was approved."
             )
         own = _is_own(call, user)
+        on_worker[:] = [call.on_worker]
         if own and verdict == ToolCallStatus.APPROVED and conf.APPROVAL_SECOND_APPROVER:
             return (
                 f"Tool call {pk} was made by {call.actor_label}: another person must approve it "
@@ -169,6 +177,8 @@ def _decide(
         raise DecisionRefused(f"The decision on tool call {pk} could not be recorded: {exc}.") from exc
     if isinstance(outcome, str):
         raise DecisionRefused(outcome)
+    if verdict == ToolCallStatus.APPROVED and on_worker == [True]:
+        transaction.on_commit(lambda: worker_call_approved.send(sender=ToolCall, call_id=pk))
     return outcome
 
 

@@ -112,6 +112,8 @@ class NewCall:
     actor: dict[str, Any]
     tool: McpTool | None = field(default=None, repr=False)
     data_class_ceiling: str = ""
+    #: Run by a worker of the site's task backend (``tools.enqueue``), not by its caller.
+    on_worker: bool = False
 
     @property
     def digest(self) -> str:
@@ -246,6 +248,7 @@ def _new_row(
         # Written as the database's clock (``_insert``): the reaper judges a running row's age on it.
         started_at=None,
         finished_at=now if finished else None,
+        on_worker=call.on_worker,
         **call.actor,
     )
 

@@ -44,7 +44,7 @@ from ..wire.legs import SessionFactory, default_session
 from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
 from ..wire.redaction import Secrets
 from ..wire.text import NAME_LIMIT, clean
-from . import elicitation, features, modern, resend, tasks
+from . import elicitation, features, modern, progress, resend, tasks
 from . import pages as listing
 from .content import DEFAULT_LIMITS, ContentLimits, outcome_of
 from .endpoint import Endpoint
@@ -53,6 +53,7 @@ from .features import Completion, PromptOutcome
 from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConversation
 from .modern_conversation import InputResponder, ModernConversation
 from .param_headers import param_headers
+from .progress import ProgressListener
 from .results import CallOutcome, ConnectionReport
 from .shared_cache import ToolsCache
 from .tasks import Follower, TaskError, TaskOptions, TaskState
@@ -240,6 +241,7 @@ class McpClient:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         responder: InputResponder | None = None,
+        on_progress: ProgressListener | None = None,
         task: TaskOptions | None = None,
     ) -> CallOutcome:
         """Call one tool; ``isError`` is a failed outcome, a broken conversation an exception.
@@ -249,6 +251,9 @@ class McpClient:
         invalid one is refused (``invalid_tool``) before anything is sent. ``responder``
         answers a 2026 server's input requests; without one they are ``input_required``.
         ``output_schema``, the tool's listed one, is what its structured content is checked against.
+        ``on_progress``: the request carries a ``progressToken`` and each ``notifications/progress``
+        the server sends for it is handed over (``progress.py``); it must not raise. The token
+        stays valid while a task runs (2025-11-25), so it is heard on the task's polls too.
 
         ``task`` lets the server answer with a task (tasks.py: the 2026 extension declared on
         this request, or the 2025-11-25 ``task`` parameter where server and tool allow it); the
@@ -266,22 +271,30 @@ class McpClient:
         def call(conversation: Conversation) -> tuple[CallOutcome, int]:
             handed.append(conversation)
             params: dict[str, Any] = {"name": name, "arguments": arguments}
-            # The result came masked: a credential a server echoes never reaches a model.
-            if task is None:
-                result, latency_ms = conversation.request("tools/call", params, headers)
-            elif isinstance(conversation, ModernConversation):
-                result, latency_ms = conversation.request(
-                    "tools/call", params, headers, capabilities=tasks.extension_capabilities(responder)
-                )
-            else:
-                if tasks.wants_task(conversation, task):
-                    params["task"] = tasks.task_param(task)
-                result, latency_ms = conversation.request("tools/call", params, headers)
-            state = tasks.created(result, endpoint.identifier, conversation) if task is not None else None
+            transport = conversation.transport
+            if on_progress is not None:
+                token = progress.new_token()
+                params = progress.with_token(params, token)
+                transport.on_notification = progress.reader(token, on_progress)
             task_state = None
-            if state is not None:
-                assert task is not None
-                result, task_state, latency_ms = self._follow(conversation, state, task, responder, name)
+            try:
+                # The result came masked: a credential a server echoes never reaches a model.
+                if task is None:
+                    result, latency_ms = conversation.request("tools/call", params, headers)
+                elif isinstance(conversation, ModernConversation):
+                    result, latency_ms = conversation.request(
+                        "tools/call", params, headers, capabilities=tasks.extension_capabilities(responder)
+                    )
+                else:
+                    if tasks.wants_task(conversation, task):
+                        params["task"] = tasks.task_param(task)
+                    result, latency_ms = conversation.request("tools/call", params, headers)
+                state = tasks.created(result, endpoint.identifier, conversation) if task is not None else None
+                if state is not None:
+                    assert task is not None
+                    result, task_state, latency_ms = self._follow(conversation, state, task, responder, name)
+            finally:
+                transport.on_notification = None
             outcome = outcome_of(result, endpoint.identifier, output_schema, self.result_limits)
             return dataclasses.replace(outcome, era=conversation.era, task=task_state), latency_ms
 

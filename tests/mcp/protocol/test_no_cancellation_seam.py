@@ -77,6 +77,7 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
             "input_schema",
             "output_schema",
             "responder",
+            "on_progress",  # progress only: a raising listener is logged (test_progress.py)
             "task",  # TaskOptions: the server may answer with a task, polled within the budget
         ],
         # A task kept from an earlier operation: followed, looked at, or its server asked to stop it.
