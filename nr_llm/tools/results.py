@@ -42,6 +42,10 @@ class ToolResult:
     structured: dict[str, Any] | None = None
     #: Where the actor connects their account (status ``needs_authorization``), else "".
     connect_url: str = ""
+    #: Why (status ``needs_authorization``): ``no_actor``, ``not_connected``, ``reconnect`` or
+    #: ``sign_in`` (an enterprise-managed server and no ID token for the user: ``connect_url``
+    #: is then the site's login page); else "".
+    authorization_reason: str = ""
 
     def __post_init__(self) -> None:
         # An error result built without a status (the historical three fields) is a failure.
