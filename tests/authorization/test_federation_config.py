@@ -147,3 +147,37 @@ def test_an_enterprise_server_without_the_hook_fails_the_database_check() -> Non
     assert "nr_llm.E071" in str(info.value)
     with override_settings(NR_LLM_OAUTH_IDENTITY_TOKEN=HOOK):
         call_command("check", "--database", "default")
+
+
+def test_an_operator_sets_enterprise_settings_in_the_admin_and_the_idp_secret_stays_hidden(
+    admin_client: Any,
+) -> None:
+    """The change form takes each mode's settings and the user imports act as; the IdP's client
+    secret is stored encrypted and never rendered back."""
+    from django.urls import reverse
+
+    from tests.test_admin_credential import _form_data
+
+    server = McpServerFactory.create()
+    olivia = User.objects.create_user("olivia")
+    secret = "idp-secret-not-for-html-42"
+    data = _form_data(
+        server,
+        auth_placement="oauth",
+        oauth_grant_type="enterprise",
+        oauth_mode="per_user",
+        oauth_registration="dynamic",
+        oauth_idp_token_endpoint="https://idp.example/token",
+        oauth_idp_client_id="site-at-idp",
+        new_oauth_idp_client_secret=secret,
+        catalogue_user=olivia.pk,
+    )
+    url = reverse("admin:nr_llm_mcpserver_change", args=[server.pk])
+    response = admin_client.post(url, data)
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    server.refresh_from_db()
+    assert (server.oauth_grant_type, server.catalogue_user_id) == ("enterprise", olivia.pk)
+    assert credentials.decrypt(server.oauth_idp_client_secret_ciphertext) == secret
+    page = admin_client.get(url).content.decode()
+    assert secret not in page and server.oauth_idp_client_secret_ciphertext not in page
+    assert "site-at-idp" in page
