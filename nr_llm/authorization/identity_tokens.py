@@ -22,7 +22,7 @@ from ..models import McpServer
 def hook() -> Callable[[Any, McpServer], str | None] | None:
     """The configured hook, or None when the site set none (checks.py E070 vets the path)."""
     path = conf.OAUTH_IDENTITY_TOKEN
-    return import_string(path) if path else None  # type: ignore[no-any-return]
+    return import_string(path) if path else None
 
 
 def identity_token(server: McpServer, user_id: int | None) -> str | None:

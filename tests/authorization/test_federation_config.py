@@ -59,7 +59,7 @@ def _enterprise(**fields: Any) -> McpServer:
         "oauth_idp_client_id": "site-at-idp",
     }
     values.update(fields)
-    return McpServerFactory.create(**values)  # type: ignore[no-any-return]
+    return McpServerFactory.create(**values)
 
 
 def test_enterprise_needs_per_user_mode_and_its_identity_provider() -> None:
@@ -124,6 +124,7 @@ def test_a_user_the_hook_has_no_token_for_must_sign_in_and_nothing_is_sent() -> 
     result = execute(tool.tool_name, {}, actor=alice)
     assert (result.status, result.authorization_reason) == ("needs_authorization", "sign_in")
     assert result.connect_url == "/accounts/login/" and "sign in" in result.text
+    assert result.call_id is not None
     row = ToolCall.objects.get(pk=result.call_id)
     assert row.error_kind == "needs_authorization"
     assert "sign in" in credentials.decrypt(row.result_preview_ciphertext)

@@ -21,7 +21,7 @@ from tests.oauth_peers import OAuthPeers
 
 def _per_user(**fields: object) -> McpServer:
     # Port 9 (discard): were anything sent, the import would fail with "unreachable" instead.
-    return McpServerFactory.create(  # type: ignore[no-any-return]
+    return McpServerFactory.create(
         auth_placement="oauth", oauth_mode="per_user", url="http://127.0.0.1:9/mcp", **fields
     )
 
