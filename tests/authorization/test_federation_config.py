@@ -182,3 +182,20 @@ def test_an_operator_sets_enterprise_settings_in_the_admin_and_the_idp_secret_st
     page = admin_client.get(url).content.decode()
     assert secret not in page and server.oauth_idp_client_secret_ciphertext not in page
     assert "site-at-idp" in page
+
+
+def test_the_connected_accounts_page_offers_no_connect_for_an_enterprise_server(client: Any) -> None:
+    """Such a server acts through the user's sign-in: a Connect there could only fail."""
+    from django.urls import reverse
+
+    enterprise = _enterprise(name="Enterprise wiki")
+    McpServerFactory.create(
+        name="Own account tracker",
+        auth_placement="oauth",
+        oauth_mode="per_user",
+        oauth_grant_type="authorization_code",
+    )
+    client.force_login(User.objects.create_user("alice"))
+    page = client.get(reverse("nr_llm_connected_accounts")).content.decode()
+    assert "Own account tracker" in page
+    assert enterprise.name not in page
