@@ -17,7 +17,7 @@ import requests
 from nr_llm.mcp import Endpoint, McpClient
 from nr_llm.mcp.oauth import ClientConfig, DpopKey, Grant, MemoryGrantStore, OAuthSettings
 from nr_llm.mcp.oauth.store import ClientRegistration
-from nr_llm.mcp.protocol.listen import listen
+from nr_llm.mcp.protocol.listen import Window, listen
 from tests.peers import running
 
 pytestmark = pytest.mark.e2e
@@ -25,10 +25,19 @@ pytestmark = pytest.mark.e2e
 TOKEN = "bound-listen-0"
 
 
+def _dpop_server(*args: str) -> Iterator[str]:
+    with running([sys.executable, "-m", "tests.peers.changing_server", "--dpop", TOKEN, *args]) as port:
+        yield f"http://127.0.0.1:{port}"
+
+
 @pytest.fixture
 def dpop_server() -> Iterator[str]:
-    with running([sys.executable, "-m", "tests.peers.changing_server", "--dpop", TOKEN]) as port:
-        yield f"http://127.0.0.1:{port}"
+    yield from _dpop_server()
+
+
+@pytest.fixture
+def modern_dpop_server() -> Iterator[str]:
+    yield from _dpop_server("--modern")
 
 
 def _seen(base: str) -> dict[str, Any]:
@@ -53,28 +62,47 @@ def _endpoint(url: str) -> Endpoint:
     )
 
 
-def test_the_listen_stream_carries_a_fresh_proof_and_honours_its_nonce(dpop_server: str) -> None:
-    """The GET stream opens with the DPoP scheme and a proof the server accepts (none refused as
-    bad), after one nonce refusal of its own; the change announced on it is heard."""
+def _window_with_a_change(base: str) -> tuple[Window, int]:
+    """Hold the change stream for 4 s while the server announces one change once it is open;
+    the window and the changes heard."""
     heard: list[int] = []
 
     def announce_once_the_stream_is_open() -> None:
         until = time.monotonic() + 8
-        while time.monotonic() < until and _seen(dpop_server)["streams"] < 1:
+        while time.monotonic() < until and _seen(base)["streams"] < 1:
             time.sleep(0.05)
-        requests.post(f"{dpop_server}/add/fresh", timeout=5)
+        requests.post(f"{base}/add/fresh", timeout=5)
 
     announcer = threading.Thread(target=announce_once_the_stream_is_open)
     announcer.start()
-    window = listen(
-        McpClient(allow_private_networks=True),
-        _endpoint(f"{dpop_server}/mcp"),
-        lambda: heard.append(1),
-        window_seconds=4,
-    )
-    announcer.join()
+    try:
+        window = listen(
+            McpClient(allow_private_networks=True),
+            _endpoint(f"{base}/mcp"),
+            lambda: heard.append(1),
+            window_seconds=4,
+        )
+    finally:
+        announcer.join()
+    return window, len(heard)
+
+
+def test_the_listen_stream_carries_a_fresh_proof_and_honours_its_nonce(dpop_server: str) -> None:
+    """The GET stream opens with the DPoP scheme and a proof the server accepts (none refused as
+    bad), after one nonce refusal of its own; the change announced on it is heard."""
+    window, heard = _window_with_a_change(dpop_server)
     seen = _seen(dpop_server)
     assert window.era == "handshake" and window.changes >= 1 and heard
     assert seen["streams"] == 1 and seen["seen"]["GET"] == 1
     assert seen["dpop"]["bad_proofs"] == 0, seen
     assert seen["dpop"]["nonce_refusals"]["GET"] == 1, seen
+
+
+def test_a_2026_listen_request_carries_a_fresh_proof(modern_dpop_server: str) -> None:
+    """The 2026-07-28 ``subscriptions/listen`` POST holds the stream: its proof (with the nonce the
+    server handed out on the first POST) is accepted, and the change is heard on it."""
+    window, heard = _window_with_a_change(modern_dpop_server)
+    seen = _seen(modern_dpop_server)
+    assert window.era == "modern" and heard
+    assert seen["streams"] == 1 and seen["dpop"]["bad_proofs"] == 0, seen
+    assert seen["dpop"]["nonce_refusals"] == {"POST": 1}, seen
