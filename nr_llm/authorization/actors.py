@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.conf import settings
+from django.db.models import Q
 from django.shortcuts import resolve_url
 from django.urls import reverse
+from django.utils import timezone
 
 from ..conf import conf
 from ..mcp import Endpoint
@@ -106,8 +108,19 @@ def resolve_user(server: McpServer, user_id: int | None) -> Endpoint | NeedsAuth
 
 def _enterprise(server: McpServer, user_id: int, *, usable: bool) -> Endpoint | NeedsAuthorization:
     """No Connect here: the grant is obtained inside the call from the user's ID token. A usable
-    grant is used as it is; without one, the hook is asked first, and no token means the user
+    grant is used as it is; without one (or with one that expired and cannot be refreshed, so
+    the call would need a new ID-JAG), the hook is asked first, and no token means the user
     must sign in again (the server is not contacted)."""
+    if usable:
+        usable = (
+            UserGrantRecord.objects.filter(server=server, user_id=user_id)
+            .filter(
+                Q(expires_at__isnull=True)
+                | Q(expires_at__gt=timezone.now())
+                | ~Q(refresh_token_ciphertext="")
+            )
+            .exists()
+        )
     if not usable and identity_tokens.identity_token(server, user_id) is None:
         return NeedsAuthorization(server.identifier, "sign_in", sign_in_url())
     return endpoint_for(server, user_id=user_id)

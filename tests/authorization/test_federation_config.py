@@ -199,3 +199,30 @@ def test_the_connected_accounts_page_offers_no_connect_for_an_enterprise_server(
     page = client.get(reverse("nr_llm_connected_accounts")).content.decode()
     assert "Own account tracker" in page
     assert enterprise.name not in page
+
+
+@override_settings(NR_LLM_OAUTH_IDENTITY_TOKEN=HOOK, LOGIN_URL="/accounts/login/")
+def test_an_expired_enterprise_grant_without_refresh_asks_the_hook_before_sending() -> None:
+    """Renewing it needs a new ID-JAG, so the user's ID token: none means ``sign_in`` up front,
+    not a failed call; a fresh grant is used without asking the hook at all."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from nr_llm.models import UserGrantRecord
+
+    alice = User.objects.create_user("alice")
+    server = _enterprise()
+    record = UserGrantRecord.objects.create(
+        server=server,
+        user=alice,
+        access_token_ciphertext=credentials.encrypt("at-alice"),
+        expires_at=timezone.now() - timedelta(minutes=1),
+    )
+    needs = resolve(server, alice)
+    assert isinstance(needs, NeedsAuthorization) and needs.reason == "sign_in"
+    record.expires_at = timezone.now() + timedelta(minutes=5)
+    record.save()
+    asked_for.clear()
+    assert isinstance(resolve(server, alice), Endpoint)
+    assert asked_for == []
