@@ -9,6 +9,7 @@ exchanged for an ID-JAG inside the operation and never stored, logged or shown.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,8 @@ from django.utils.module_loading import import_string
 
 from ..conf import conf
 from ..models import McpServer
+
+logger = logging.getLogger("nr_llm.authorization")
 
 
 def hook() -> Callable[[Any, McpServer], str | None] | None:
@@ -34,7 +37,13 @@ def identity_token(server: McpServer, user_id: int | None) -> str | None:
     user = get_user_model()._default_manager.filter(pk=user_id).first()
     if user is None:
         return None
-    token = found(user, server)
+    try:
+        token = found(user, server)
+    except Exception:
+        # The site's own code, called from execute(), which answers with a result and never
+        # raises: a failing hook is logged for the site to fix and reads as "no token".
+        logger.exception("the NR_LLM_OAUTH_IDENTITY_TOKEN hook failed for MCP server %s", server.identifier)
+        return None
     return token.strip() if isinstance(token, str) and token.strip() else None
 
 

@@ -39,6 +39,10 @@ def id_token_of(user: Any, server: McpServer) -> str | None:
 not_callable = "a module attribute that is no function"
 
 
+def failing_hook(user: Any, server: McpServer) -> str | None:
+    raise RuntimeError("the site's session store is down")
+
+
 @pytest.fixture(autouse=True)
 def _tokens() -> Any:
     tokens_for.clear()
@@ -226,3 +230,17 @@ def test_an_expired_enterprise_grant_without_refresh_asks_the_hook_before_sendin
     asked_for.clear()
     assert isinstance(resolve(server, alice), Endpoint)
     assert asked_for == []
+
+
+@override_settings(NR_LLM_OAUTH_IDENTITY_TOKEN=f"{__name__}.failing_hook")
+def test_a_failing_hook_reads_as_no_token_and_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """execute() answers with a result, never the site hook's exception: sign_in, and an error
+    logged for the site to fix."""
+    alice = User.objects.create_user("alice")
+    server = _enterprise()
+    needs = resolve(server, alice)
+    assert isinstance(needs, NeedsAuthorization) and needs.reason == "sign_in"
+    assert any(
+        record.name == "nr_llm.authorization" and record.levelname == "ERROR" and record.exc_info
+        for record in caplog.records
+    )
