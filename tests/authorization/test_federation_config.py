@@ -244,3 +244,44 @@ def test_a_failing_hook_reads_as_no_token_and_is_logged(caplog: pytest.LogCaptur
         record.name == "nr_llm.authorization" and record.levelname == "ERROR" and record.exc_info
         for record in caplog.records
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_operator_connects_a_workload_server_in_the_admin(oauth_peers: Any, tmp_path: Any) -> None:
+    """Connect obtains the grant at once with the mounted JWT (no browser): with no file it says
+    so, naming no secret; with one, the token endpoint (django-oauth-toolkit, which has no
+    jwt-bearer grant) is asked and its refusal reported. The state column names the mode."""
+    from django.urls import reverse
+
+    from nr_llm.authorization.columns import state
+    from tests.admin_clients import messages_of
+    from tests.authorization.helpers import SETTINGS, oauth_server, operator
+
+    machine = oauth_peers.auth.machine_client
+    mounted = tmp_path / "token"
+    with override_settings(**SETTINGS):
+        server = oauth_server(
+            oauth_peers,
+            oauth_grant_type="workload",
+            oauth_registration="preregistered",
+            oauth_issuer=oauth_peers.auth.issuer,
+            oauth_client_id=machine.client_id,
+            oauth_client_secret_ciphertext=credentials.encrypt(machine.client_secret),
+            oauth_assertion_file=str(mounted),
+        )
+        client = operator()
+        connect = reverse("admin:nr_llm_mcpserver_oauth_connect", args=[server.pk])
+        [(level, text)] = messages_of(client.post(connect, follow=True))
+        assert level == "error" and "no usable workload identity assertion" in text, text
+        mounted.write_text("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2lnbmF0dXJl")
+        [(level, text)] = messages_of(client.post(connect, follow=True))
+    # The jwt-bearer grant reached the token endpoint, which does not offer it.
+    assert level == "error" and "token endpoint refused" in text and "unsupported_grant_type" in text, text
+    assert "c2lnbmF0dXJl" not in text
+    assert state(server, None, timezone_now()).text == "workload identity, no token yet"
+
+
+def timezone_now() -> Any:
+    from django.utils import timezone
+
+    return timezone.now()
