@@ -169,6 +169,13 @@ class Settings:
         return raw.rstrip("/") if isinstance(raw, str) else ""
 
     @property
+    def OAUTH_IDENTITY_TOKEN(self) -> str:
+        """The dotted path of the site's hook ``callable(user, server) -> str | None`` giving a
+        user's ID token for enterprise-managed authorization; empty: none (checks.py E070)."""
+        raw = getattr(django_settings, "NR_LLM_OAUTH_IDENTITY_TOKEN", "")
+        return raw.strip() if isinstance(raw, str) else ""
+
+    @property
     def TOOL_CALL_PREVIEW_CHARS(self) -> int:
         """Characters of a tool's answer the ledger keeps (encrypted); 0 keeps none."""
         raw = getattr(django_settings, "NR_LLM_TOOL_CALL_PREVIEW_CHARS", None)

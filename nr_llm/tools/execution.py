@@ -275,7 +275,14 @@ def _execute(
 def _needs(access: actors.NeedsAuthorization, row: McpTool) -> tuple[str, str, ToolResult]:
     """(kind, text, result) of a call not sent because its actor has no usable grant."""
     text = access.model_text(row.tool_name)
-    result = ToolResult(text, True, access.server, "needs_authorization", connect_url=access.connect_url)
+    result = ToolResult(
+        text,
+        True,
+        access.server,
+        "needs_authorization",
+        connect_url=access.connect_url,
+        authorization_reason=access.reason,
+    )
     return "needs_authorization", text, result
 
 

@@ -51,6 +51,10 @@ class ToolResult:
     #: The provider's id of the tool call this answers (``execute(tool_call_id=...)``, or the id
     #: of the model's call in ``execute_many``); None when not given. Not the ledger row's id.
     tool_call_id: str | None = field(default=None, compare=False)
+    #: Why (status ``needs_authorization``): ``no_actor``, ``not_connected``, ``reconnect`` or
+    #: ``sign_in`` (an enterprise-managed server and no ID token for the user: ``connect_url``
+    #: is then the site's login page); else "".
+    authorization_reason: str = ""
 
     def __post_init__(self) -> None:
         # An error result built without a status (the historical three fields) is a failure.
