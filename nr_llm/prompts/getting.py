@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from ..authorization import actors
 from ..governance import ceiling
 from ..mcp import Endpoint, McpTransportError
 from ..mcp.protocol.features import Completion, PromptOutcome
@@ -15,11 +16,13 @@ from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import NAME_LIMIT, clean
 from ..models import FeatureKind, McpFeature
 from ..resources import record
-from ..resources.reading import offered
-from ..servers.endpoints import endpoint_for, mcp_client
+from ..resources.reading import needs_text, offered
+from ..servers.endpoints import mcp_client
 from .shapes import PROVIDERS, Provider, messages_for
 
-PromptStatus = Literal["succeeded", "failed", "refused"]
+#: ``needs_authorization``: a per-user server and an actor with no usable grant (see
+#: ``connect_url``); the server was not contacted.
+PromptStatus = Literal["succeeded", "failed", "refused", "needs_authorization"]
 
 
 class PromptClient(Protocol):
@@ -65,6 +68,22 @@ class PromptResult:
     server: str = ""
     description: str = ""
     notes: tuple[str, ...] = ()
+    #: Where the actor connects their account (status ``needs_authorization``), else "".
+    connect_url: str = ""
+
+
+@dataclass(frozen=True)
+class CompletionResult:
+    """The server's completion values for one argument. ``total`` and ``has_more`` as the server
+    said (``total`` None when it did not); on a refusal or failure ``values`` is empty and
+    ``text`` says why."""
+
+    values: tuple[str, ...] = ()
+    total: int | None = None
+    has_more: bool = False
+    status: PromptStatus = "succeeded"
+    text: str = ""
+    connect_url: str = ""
 
 
 def _arguments(row: McpFeature) -> tuple[PromptArgument, ...]:
@@ -143,10 +162,28 @@ def get(
             if missing
             else f"prompt arguments are strings; not {', '.join(map(repr, bad))}"
         )
-        record.refused("prompts/get", named, name[:150], arguments, actor, applied, why)
+        record.refused("prompts/get", named, name[:150], arguments, actor, applied, why, row.server)
         return PromptResult([], True, "refused", why, named)
-    endpoint = endpoint_for(row.server)
-    call_id = record.started("prompts/get", named, name[:150], arguments, actor, applied)
+    access = actors.resolve(row.server, actor)
+    if isinstance(access, actors.NeedsAuthorization):
+        text = needs_text(access, f"the prompt {clean(name, NAME_LIMIT)!r} was not fetched")
+        record.refused(
+            "prompts/get",
+            named,
+            name[:150],
+            arguments,
+            actor,
+            applied,
+            text,
+            row.server,
+            error_kind="needs_authorization",
+        )
+        return PromptResult([], True, "needs_authorization", text, named, connect_url=access.connect_url)
+    endpoint = access
+    call_id = record.started("prompts/get", named, name[:150], arguments, actor, applied, row.server)
+    if isinstance(call_id, str):
+        # No row, no request (as for a tool call).
+        return PromptResult([], True, "failed", call_id, named)
     started = time.monotonic()
     try:
         outcome = (client or mcp_client()).get_prompt(endpoint, name, arguments)
@@ -179,20 +216,26 @@ def complete(
     *,
     context: dict[str, str] | None = None,
     server: str | None = None,
+    actor: object = None,
     data_class_ceiling: str | None = None,
     client: PromptClient | None = None,
-) -> list[str]:
-    """The server's completion values for one argument of an enabled prompt ([] when none or refused)."""
-    row, _ = _find(name, server, ceiling.resolve(data_class_ceiling))
+) -> CompletionResult:
+    """The server's completion values for one argument of an enabled prompt, asked as ``actor``
+    (a per-user server acts as its user); nothing raised, a refusal or failure says why."""
+    row, why = _find(name, server, ceiling.resolve(data_class_ceiling))
     if row is None:
-        return []
+        return CompletionResult(status="refused", text=why)
+    access = actors.resolve(row.server, actor)
+    if isinstance(access, actors.NeedsAuthorization):
+        text = needs_text(access, f"the prompt {clean(name, NAME_LIMIT)!r} was not completed")
+        return CompletionResult(status="needs_authorization", text=text, connect_url=access.connect_url)
     try:
         completion = (client or mcp_client()).complete(
-            endpoint_for(row.server), {"type": "ref/prompt", "name": name}, argument, value, context=context
+            access, {"type": "ref/prompt", "name": name}, argument, value, context=context
         )
-    except McpTransportError:
-        return []
-    return list(completion.values)
+    except McpTransportError as exc:
+        return CompletionResult(status="failed", text=redact(str(exc), access.credential))
+    return CompletionResult(tuple(completion.values), completion.total, completion.has_more)
 
 
 def _ms(started: float) -> int:

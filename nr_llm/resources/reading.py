@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 
 from django.core.cache import cache
 
+from ..authorization import actors
 from ..governance import ceiling
 from ..mcp import CallOutcome, Endpoint, McpTransportError
 from ..mcp.protocol import templates
@@ -24,10 +25,12 @@ from ..mcp.protocol.results import Block
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import NAME_LIMIT, clean
 from ..models import FeatureKind, McpFeature, McpServer
-from ..servers.endpoints import endpoint_for, mcp_client
+from ..servers.endpoints import mcp_client
 from . import record
 
-ReadStatus = Literal["succeeded", "failed", "refused", "not_found"]
+#: ``needs_authorization``: a per-user server and an actor with no usable grant; not sent, the
+#: actor connects at ``connect_url`` first.
+ReadStatus = Literal["succeeded", "failed", "refused", "not_found", "needs_authorization"]
 #: How long a link a tool returned stays readable (seconds).
 LINK_SECONDS = 3_600
 _LINK_PREFIX = "nr_llm:resource-link:"
@@ -62,6 +65,8 @@ class ResourceResult:
     status: ReadStatus = "succeeded"
     content: tuple[Block, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    #: Where the actor connects their account (status ``needs_authorization``), else "".
+    connect_url: str = ""
 
 
 def offered(data_class_ceiling: str | None, kinds: Iterable[str]) -> list[McpFeature]:
@@ -150,11 +155,31 @@ def read(
     why = _why_not(row, server, uri, applied) if isinstance(uri, str) else "the URI is not a string"
     uri = uri if isinstance(uri, str) else ""
     if why:
-        record.refused("resources/read", server, uri[:150], {"uri": uri}, actor, applied, why)
+        record.refused("resources/read", server, uri[:150], {"uri": uri}, actor, applied, why, row)
         return ResourceResult(text=why, is_error=True, server=server, uri=uri, status="refused")
     assert row is not None
-    endpoint = endpoint_for(row)
-    call_id = record.started("resources/read", server, uri[:150], {"uri": uri}, actor, applied)
+    access = actors.resolve(row, actor)
+    if isinstance(access, actors.NeedsAuthorization):
+        text = needs_text(access, f"the resource {clean(uri, NAME_LIMIT)!r} was not read")
+        record.refused(
+            "resources/read",
+            server,
+            uri[:150],
+            {"uri": uri},
+            actor,
+            applied,
+            text,
+            row,
+            error_kind="needs_authorization",
+        )
+        return ResourceResult(
+            text, True, server, uri, status="needs_authorization", connect_url=access.connect_url
+        )
+    endpoint = access
+    call_id = record.started("resources/read", server, uri[:150], {"uri": uri}, actor, applied, row)
+    if isinstance(call_id, str):
+        # No row, no request: a read nobody can find in the ledger is not sent (as a tool call).
+        return ResourceResult(text=call_id, is_error=True, server=server, uri=uri, status="failed")
     started = time.monotonic()
     try:
         outcome = (client or mcp_client()).read_resource(endpoint, uri)
@@ -180,6 +205,15 @@ def read(
         uri=uri,
         content=outcome.content,
         notes=outcome.notes,
+    )
+
+
+def needs_text(access: actors.NeedsAuthorization, what: str) -> str:
+    """What a caller (or a model) reads when the actor must connect their account first."""
+    return (
+        f"{what}: MCP server {access.server!r} acts as the signed-in user and this caller has no "
+        f"usable grant ({access.reason.replace('_', ' ')}); the user must connect their account at "
+        f"{access.connect_url} first, so do not retry it now"
     )
 
 

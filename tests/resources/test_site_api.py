@@ -144,7 +144,8 @@ def test_prompts_available_and_completion(server: McpServer) -> None:
     listed = {prompt.name: prompt for prompt in prompts.available()}
     assert set(listed) == {"greet", "look"}
     assert [(a.name, a.required) for a in listed["greet"].arguments] == [("name", True), ("style", False)]
-    assert prompts.complete("greet", "style", "p") == ["plain", "pirate", "poem"]
+    completed = prompts.complete("greet", "style", "p")
+    assert (completed.values, completed.status) == (("plain", "pirate", "poem"), "succeeded")
 
 
 def test_the_async_twins_have_the_same_parameters_and_answer_alike(server: McpServer) -> None:
