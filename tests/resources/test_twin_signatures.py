@@ -5,7 +5,9 @@ same return annotation. A parameter added to one and not the other fails here.""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -16,7 +18,7 @@ from nr_llm import prompts, resources
 NO_TWIN = {"messages_for", "remember_links"}
 
 
-def _functions(module: ModuleType) -> dict[str, object]:
+def _functions(module: ModuleType) -> dict[str, Callable[..., Any]]:
     return {
         name: getattr(module, name)
         for name in module.__all__
