@@ -20,16 +20,24 @@
     const ask = async (form, trial, box, running) => {
         const url = `${form.dataset.questionUrl}?trial=${encodeURIComponent(trial)}`;
         while (running()) {
-            const response = await fetch(url, {credentials: 'same-origin'});
+            let response = null;
+            try {
+                response = await fetch(url, {credentials: 'same-origin'});
+            } catch {
+                // A lost poll is asked again; the call itself is the Run request's.
+            }
             if (!running()) {
                 return;
             }
-            if (response.status === 200) {
+            if (response && response.status === 200) {
                 const html = await response.text();
                 const shown = box.querySelector('form.nr-llm-answer');
                 const fresh = new DOMParser().parseFromString(html, 'text/html').querySelector('form');
-                // The same question stays as it is: the operator may be typing in it.
-                if (!shown || !fresh || shown.dataset.number !== fresh.dataset.number) {
+                // The same question stays as it is (the operator may be typing in it), and one
+                // answered is not shown again while the call picks the answer up.
+                const number = fresh ? fresh.dataset.number : '';
+                const answered = number === box.dataset.answered;
+                if (!answered && (!shown || shown.dataset.number !== number)) {
                     box.innerHTML = html;
                     box.hidden = false;
                 }
@@ -65,6 +73,9 @@
             method: 'POST', body: data, credentials: 'same-origin',
         });
         const box = document.getElementById('try-tool-question');
+        if (response.ok) {
+            box.dataset.answered = String(data.get('number'));
+        }
         box.innerHTML = await response.text();
     };
 
