@@ -120,26 +120,34 @@ def _link_key(server: str, uri: str) -> str:
     return _LINK_PREFIX + hashlib.sha256(f"{server}\x00{uri}".encode("utf-8", "replace")).hexdigest()
 
 
-def _why_not(server: McpServer | None, server_name: str, uri: str, ceiling_value: str) -> str:
-    """Why ``uri`` may not be read from ``server`` ("" when it may)."""
+#: The ledger row's name for a read refused before its URI matched anything the server offered.
+REFUSED_NAME = "(refused)"
+
+
+def _why_not(server: McpServer | None, server_name: str, uri: str, ceiling_value: str) -> tuple[str, str]:
+    """Why ``uri`` may not be read from ``server`` ("" when it may), and what the ledger row is
+    named by: the enabled resource's URI, the template that describes it, or the link a tool
+    returned. Never a URI a caller built (a model's input): that stays in the encrypted
+    arguments only, as a tool call's arguments do."""
     if server is None or not server.enabled:
-        return f"no enabled MCP server {clean(server_name, NAME_LIMIT)!r}"
+        return f"no enabled MCP server {clean(server_name, NAME_LIMIT)!r}", REFUSED_NAME
     if not ceiling.allows(ceiling_value, server.data_class):
         return (
             f"MCP server {server.identifier!r} is declared {ceiling.label(server.data_class)}, above this "
             f"caller's ceiling ({ceiling.label(ceiling_value)}); it was not contacted"
-        )
+        ), REFUSED_NAME
     rows = [row for row in server.features.filter(enabled=True, orphaned=False) if row.offered]
     if any(row.kind == FeatureKind.RESOURCE and row.key == uri for row in rows):
-        return ""
-    if any(row.kind == FeatureKind.TEMPLATE and templates.matches(row.key, uri) for row in rows):
-        return ""
+        return "", uri
+    for row in rows:
+        if row.kind == FeatureKind.TEMPLATE and templates.matches(row.key, uri):
+            return "", row.key
     if cache.get(_link_key(server.identifier, uri)):
-        return ""
+        return "", uri
     return (
         f"{clean(uri, NAME_LIMIT)!r} is neither an enabled resource of MCP server {server.identifier!r}, "
         "nor described by one of its enabled templates, nor a link one of its tools returned"
-    )
+    ), REFUSED_NAME
 
 
 def read(
@@ -152,10 +160,14 @@ def read(
 ) -> ResourceResult:
     applied = ceiling.resolve(data_class_ceiling)
     row = McpServer.objects.filter(identifier=server).first()
-    why = _why_not(row, server, uri, applied) if isinstance(uri, str) else "the URI is not a string"
+    why, named = (
+        _why_not(row, server, uri, applied)
+        if isinstance(uri, str)
+        else ("the URI is not a string", REFUSED_NAME)
+    )
     uri = uri if isinstance(uri, str) else ""
     if why:
-        record.refused("resources/read", server, uri[:150], {"uri": uri}, actor, applied, why, row)
+        record.refused("resources/read", server, named, {"uri": uri}, actor, applied, why, row)
         return ResourceResult(text=why, is_error=True, server=server, uri=uri, status="refused")
     assert row is not None
     access = actors.resolve(row, actor)
@@ -164,7 +176,7 @@ def read(
         record.refused(
             "resources/read",
             server,
-            uri[:150],
+            named[:150],
             {"uri": uri},
             actor,
             applied,
@@ -176,7 +188,7 @@ def read(
             text, True, server, uri, status="needs_authorization", connect_url=access.connect_url
         )
     endpoint = access
-    call_id = record.started("resources/read", server, uri[:150], {"uri": uri}, actor, applied, row)
+    call_id = record.started("resources/read", server, named[:150], {"uri": uri}, actor, applied, row)
     if isinstance(call_id, str):
         # No row, no request: a read nobody can find in the ledger is not sent (as a tool call).
         return ResourceResult(text=call_id, is_error=True, server=server, uri=uri, status="failed")

@@ -1,8 +1,9 @@
 """The ledger rows of resource reads and prompt gets, through the ledger's public functions.
 
 One small module on purpose: the ledger's write path is being rewritten, and this is the one
-place to re-point. A read is recorded as a finished row named ``resources/read <server> <uri>``
-(``prompts/get <server> <name>``), its arguments (the URI, the prompt's arguments) encrypted as a
+place to re-point. A read is recorded as a finished row named ``resources/read <server> <key>``
+(``prompts/get <server> <name>``; the key is what the server offered, never a caller's URI:
+reading.py), its arguments (the URI, the prompt's arguments) encrypted as a
 call's are, who asked, how long it took and how it ended; the contents themselves are not kept.
 The row names its server as a tool call's does (its columns, its data class). As for a tool
 call, no row means no request: a read whose running row cannot be written is refused unsent

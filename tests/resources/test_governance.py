@@ -91,7 +91,7 @@ def test_reads_and_gets_leave_rows_that_name_their_server(server: McpServer) -> 
     assert [(row.tool_name, row.server_id, row.server_identifier, row.data_class) for row in rows] == [
         ("resources/read feat docs://readme", server.pk, "feat", "editorContent"),
         ("prompts/get feat greet", server.pk, "feat", "editorContent"),
-        ("resources/read feat docs://nothing", server.pk, "feat", "editorContent"),
+        ("resources/read feat (refused)", server.pk, "feat", "editorContent"),
     ]
 
 
