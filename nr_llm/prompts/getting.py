@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..authorization import actors
+from ..authorization import runtime as authorization
 from ..governance import ceiling
 from ..mcp import Endpoint, McpTransportError
 from ..mcp.protocol.features import Completion, PromptOutcome
@@ -188,6 +189,7 @@ def get(
     try:
         outcome = (client or mcp_client()).get_prompt(endpoint, name, arguments)
     except McpTransportError as exc:
+        authorization.observe(row.server, exc, user_id=actors.actor_id(actor))
         text = redact(str(exc), endpoint.credential)
         record.finished(
             call_id, is_error=True, error_kind=exc.kind, duration_ms=_ms(started), era="", note=text
@@ -234,6 +236,7 @@ def complete(
             access, {"type": "ref/prompt", "name": name}, argument, value, context=context
         )
     except McpTransportError as exc:
+        authorization.observe(row.server, exc, user_id=actors.actor_id(actor))
         return CompletionResult(status="failed", text=redact(str(exc), access.credential))
     return CompletionResult(tuple(completion.values), completion.total, completion.has_more)
 

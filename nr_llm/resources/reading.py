@@ -18,6 +18,7 @@ from typing import Literal, Protocol
 from django.core.cache import cache
 
 from ..authorization import actors
+from ..authorization import runtime as authorization
 from ..governance import ceiling
 from ..mcp import CallOutcome, Endpoint, McpTransportError
 from ..mcp.protocol import templates
@@ -196,6 +197,8 @@ def read(
     try:
         outcome = (client or mcp_client()).read_resource(endpoint, uri)
     except McpTransportError as exc:
+        # A grant the server or its issuer refused needs its user (or operator), as for a tool.
+        authorization.observe(row, exc, user_id=actors.actor_id(actor))
         text = redact(str(exc), endpoint.credential)
         status: ReadStatus = "not_found" if exc.kind == "resource_not_found" else "failed"
         record.finished(
