@@ -386,7 +386,27 @@ def check_database_features(databases: Any = None, **kwargs: Any) -> list[CheckM
                     id="nr_llm.E061",
                 )
             )
+        elif db.vendor == "mysql" and (offset := _session_utc_offset(db)):
+            errors.append(
+                Error(
+                    f"The database {alias!r} ({_engine(alias)}) answers NOW() in a session time zone "
+                    f"{offset} seconds from UTC; nr_llm judges approval expiry, overdue calls and "
+                    "retention on the database's clock and stores UTC.",
+                    hint="Set the connection's time zone to UTC: "
+                    "OPTIONS={'init_command': \"SET time_zone = '+00:00'\"}.",
+                    id="nr_llm.E062",
+                )
+            )
     return errors
+
+
+def _session_utc_offset(db: Any) -> int:
+    """Seconds between the session's NOW() and UTC. Django stores UTC on MySQL/MariaDB but never
+    sets the session's time zone, and there ``Now()`` is the session's local time."""
+    with db.cursor() as cursor:
+        cursor.execute("SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())")
+        (offset,) = cursor.fetchone()
+    return int(offset)
 
 
 def register() -> None:

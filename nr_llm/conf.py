@@ -26,6 +26,7 @@ DEFAULT_ERA_CACHE_SECONDS = 600.0
 DEFAULT_REQUEST_EVENTS: dict[str, Any] = {"include_cancelled": False}
 DEFAULT_TOOL_CALL_PREVIEW_CHARS = 500
 DEFAULT_APPROVAL_EXPIRY_SECONDS = 3600.0
+DEFAULT_QUEUED_OPERATION_TIMEOUT = 600.0
 DEFAULT_LEDGER_RETENTION_DAYS = 90
 # Every declared data class passes: a site narrows it per model provider (docs/catalogue.md).
 DEFAULT_DATA_CLASS_CEILING = "secretAdjacent"
@@ -187,6 +188,13 @@ class Settings:
         """Seconds a call waits for a decision, and an approved call for its resume."""
         value = parse_timeout(getattr(django_settings, "NR_LLM_APPROVAL_EXPIRY_SECONDS", None))
         return DEFAULT_APPROVAL_EXPIRY_SECONDS if value is None else value
+
+    @property
+    def QUEUED_OPERATION_TIMEOUT(self) -> float:
+        """Seconds a call enqueued on a worker (``tools.enqueue``) may take, waiting included: the
+        budget of its MCP operation, and when the reaper ends a row no worker finished."""
+        value = parse_timeout(getattr(django_settings, "NR_LLM_QUEUED_OPERATION_TIMEOUT", None))
+        return DEFAULT_QUEUED_OPERATION_TIMEOUT if value is None else value
 
     @property
     def LEDGER_RETENTION_DAYS(self) -> int:

@@ -12,6 +12,7 @@ and the result's status is ``needs_authorization`` with the ``connect_url``.
 
 from __future__ import annotations
 
+from ..providers import PROVIDERS, Provider
 from ..tools import threads
 from .getting import (
     CompletionResult,
@@ -23,7 +24,7 @@ from .getting import (
     complete,
     get,
 )
-from .shapes import PROVIDERS, Provider, messages_for
+from .shapes import messages_for
 
 
 async def aavailable(data_class_ceiling: str | None = None) -> list[Prompt]:

@@ -16,10 +16,11 @@ from ..mcp.protocol.features import Completion, PromptOutcome
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import NAME_LIMIT, clean
 from ..models import FeatureKind, McpFeature
+from ..providers import PROVIDERS, Provider
 from ..resources import record
 from ..resources.reading import needs_text, offered
 from ..servers.endpoints import mcp_client
-from .shapes import PROVIDERS, Provider, messages_for
+from .shapes import messages_for
 
 #: ``needs_authorization``: a per-user server and an actor with no usable grant (see
 #: ``connect_url``); the server was not contacted.

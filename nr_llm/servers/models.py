@@ -37,6 +37,14 @@ env_name_validator = RegexValidator(
 )
 
 
+#: What to do with a server this app cannot reach: it speaks MCP over Streamable HTTP only.
+STDIO_HINT = (
+    "nr-llm reaches MCP servers over Streamable HTTP (an http:// or https:// URL, often ending in "
+    "/mcp). A server run as a command (stdio: npx ..., uvx ..., python ...) has no URL: expose it "
+    "over Streamable HTTP through a bridge (an MCP proxy that runs the command and serves it over HTTP)."
+)
+
+
 class McpServer(models.Model):
     identifier = models.CharField(max_length=32, unique=True, validators=[identifier_validator])
     name = models.CharField(max_length=200)
@@ -181,6 +189,11 @@ class McpServer(models.Model):
 
     def clean(self) -> None:
         super().clean()
+        url = self.url.strip()
+        if url and (urlsplit(url).scheme.lower() == "stdio" or "://" not in url):
+            # A newcomer pastes a stdio server's command (npx ..., uvx ..., stdio://...): say
+            # what this app can reach instead of only that the URL is not one.
+            raise ValidationError({"url": STDIO_HINT})
         if self.auth_placement == AuthPlacement.HEADER and not self.auth_header_name:
             raise ValidationError({"auth_header_name": "Name the header that carries the credential."})
         if self.auth_placement == AuthPlacement.OAUTH:

@@ -19,6 +19,7 @@ not served a denial of service); a call id seen twice runs once.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import Counter
@@ -33,6 +34,7 @@ from ..mcp.wire.text import clean
 from ..models import McpTool
 from ..own_transaction import caller_blocks_own_transaction
 from . import threads
+from .elicit import Responder
 from .execution import ToolCaller, execute, planned_row
 from .lookup import tools_by_names
 from .results import ToolResult
@@ -70,8 +72,17 @@ class _Turn:
     results: list[ToolResult | None]
     deadline: float
 
+    #: The provider's id of each call, in order (None for a pair): every result carries its own.
+    ids: list[str | None] = field(default_factory=list)
+
     def finished(self) -> list[ToolResult]:
-        return [result for result in self.results if result is not None]
+        return [
+            result
+            if result.tool_call_id is not None or call_id is None
+            else dataclasses.replace(result, tool_call_id=call_id)
+            for result, call_id in zip(self.results, self.ids, strict=True)
+            if result is not None
+        ]
 
 
 def execute_many(
@@ -81,15 +92,18 @@ def execute_many(
     actor: object = None,
     data_class_ceiling: str | None = None,
     clock: WallClock | None = None,
+    responder: Responder | None = None,
 ) -> list[ToolResult]:
     """Run one model turn's tool calls; their results in the same order (never an exception).
 
     ``calls``: ``(name, arguments)`` pairs or the provider's tool-call objects (``turn_calls``).
-    The other arguments are ``execute()``'s, for every call. From a running event loop it
+    The other arguments are ``execute()``'s, for every call. Each result carries its call's
+    provider id (``tool_call_id``), so ``tool_messages(provider, results)`` takes the list as
+    it is. From a running event loop it
     raises ``SynchronousOnlyOperation``: await ``aexecute_many``.
     """
     threads.refuse_in_event_loop("execute_many", "aexecute_many")
-    run = _runner(client, actor, data_class_ceiling, clock)
+    run = _runner(client, actor, data_class_ceiling, clock, responder)
     turn = _plan(_read(calls))
     if caller_blocks_own_transaction():
         # SQLite inside the caller's transaction: another thread's connection would wait on
@@ -108,20 +122,25 @@ async def aexecute_many(
     actor: object = None,
     data_class_ceiling: str | None = None,
     clock: WallClock | None = None,
+    responder: Responder | None = None,
 ) -> list[ToolResult]:
     """``execute_many`` for an async caller.
 
     Cancelled (the client went away), it stops waiting: a call not yet started never starts,
     one that started ends on its thread and records its outcome.
     """
-    run = _runner(client, actor, data_class_ceiling, clock)
+    run = _runner(client, actor, data_class_ceiling, clock, responder)
     turn = await threads.run(_plan, _read(calls))
     await _adrive(turn, run)
     return turn.finished()
 
 
 def _runner(
-    client: ToolCaller | None, actor: object, ceiling: str | None, clock: WallClock | None
+    client: ToolCaller | None,
+    actor: object,
+    ceiling: str | None,
+    clock: WallClock | None,
+    responder: Responder | None,
 ) -> Callable[[_Planned], ToolResult]:
     def run(planned: _Planned) -> ToolResult:
         if planned.call.problem:
@@ -135,6 +154,8 @@ def _runner(
                 actor=actor,
                 data_class_ceiling=ceiling,
                 clock=clock,
+                tool_call_id=planned.call.id,
+                responder=responder,
             )
 
     return run
@@ -159,7 +180,8 @@ def _plan(planned: list[_Planned]) -> _Turn:
             f"not run: this turn asked for {len(planned)} tool calls, more than the {limit} this site runs "
             "in one turn (NR_LLM_TURN_MAX_CALLS); none of them was run. Ask for fewer at a time."
         )
-        return _Turn([], [], [_not_run(text) for _ in planned], time.monotonic())
+        ids = [p.call.id for p in planned]
+        return _Turn([], [], [_not_run(text) for _ in planned], time.monotonic(), ids)
     read_at = time.monotonic()  # the rows are as fresh as this, whichever call runs them
     rows = tools_by_names({p.call.name for p in planned if isinstance(p.call.name, str)})
     concurrent: list[_Planned] = []
@@ -179,7 +201,7 @@ def _plan(planned: list[_Planned]) -> _Turn:
         placed = _placed(each, row, read_at)
         (alone if placed.alone else concurrent).append(placed)
     budget = max((p.budget for p in concurrent + alone), default=0.0)
-    return _Turn(concurrent, alone, results, time.monotonic() + budget)
+    return _Turn(concurrent, alone, results, time.monotonic() + budget, [p.call.id for p in planned])
 
 
 def _placed(each: _Planned, row: McpTool | None, read_at: float) -> _Planned:
@@ -194,7 +216,7 @@ def _placed(each: _Planned, row: McpTool | None, read_at: float) -> _Planned:
         server=server.identifier,
         cap=server.max_concurrent_calls or conf.TOOL_CONCURRENCY_PER_SERVER,
         alone=row.run_alone or (server.run_writes_alone and not read_only),
-        # The leg machine may overrun a budget by under a second (ARCHITECTURE.md).
+        # The leg machine may overrun a budget by under a second (docs/mcp-client.md).
         budget=server.budget_seconds + 1.0,
         row=row,
         read_at=read_at,

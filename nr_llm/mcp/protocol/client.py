@@ -43,7 +43,7 @@ from ..wire.legs import SessionFactory, default_session
 from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
 from ..wire.redaction import Secrets
 from ..wire.text import NAME_LIMIT, clean
-from . import elicitation, features, modern, resend
+from . import elicitation, features, modern, progress, resend
 from . import pages as listing
 from .content import DEFAULT_LIMITS, ContentLimits, outcome_of
 from .endpoint import Endpoint
@@ -52,6 +52,7 @@ from .features import Completion, PromptOutcome
 from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConversation
 from .modern_conversation import InputResponder, ModernConversation
 from .param_headers import param_headers
+from .progress import ProgressListener
 from .results import CallOutcome, ConnectionReport
 from .shared_cache import ToolsCache
 from .transport import Transport, auth_headers, refuse_clear_text
@@ -229,6 +230,7 @@ class McpClient:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         responder: InputResponder | None = None,
+        on_progress: ProgressListener | None = None,
     ) -> CallOutcome:
         """Call one tool; ``isError`` is a failed outcome, a broken conversation an exception.
 
@@ -237,6 +239,8 @@ class McpClient:
         invalid one is refused (``invalid_tool``) before anything is sent. ``responder``
         answers a 2026 server's input requests; without one they are ``input_required``.
         ``output_schema``, the tool's listed one, is what its structured content is checked against.
+        ``on_progress``: the request carries a ``progressToken`` and each ``notifications/progress``
+        the server sends for it is handed over (``progress.py``); it must not raise.
         """
         arguments = arguments or {}
         # Checked before any leg, whatever the era: a tool the specification says clients
@@ -247,10 +251,17 @@ class McpClient:
 
         def call(conversation: Conversation) -> tuple[CallOutcome, int]:
             handed.append(conversation)
-            # The result came masked: a credential a server echoes never reaches a model.
-            result, latency_ms = conversation.request(
-                "tools/call", {"name": name, "arguments": arguments}, headers
-            )
+            params: dict[str, Any] = {"name": name, "arguments": arguments}
+            transport = conversation.transport
+            if on_progress is not None:
+                token = progress.new_token()
+                params = progress.with_token(params, token)
+                transport.on_notification = progress.reader(token, on_progress)
+            try:
+                # The result came masked: a credential a server echoes never reaches a model.
+                result, latency_ms = conversation.request("tools/call", params, headers)
+            finally:
+                transport.on_notification = None
             outcome = outcome_of(result, endpoint.identifier, output_schema, self.result_limits)
             return dataclasses.replace(outcome, era=conversation.era), latency_ms
 

@@ -174,6 +174,8 @@ class Transport:
         # Where a server's own request on an event stream goes (handshake-era elicitation);
         # None: such requests are skipped, as before a responder was given.
         self.on_server_request: Callable[[dict[str, Any]], None] | None = None
+        # Where a server's notification on an event stream goes (a call's progress); None: skipped.
+        self.on_notification: Callable[[dict[str, Any]], None] | None = None
 
     @telemetry.traced_request
     def post(
@@ -284,7 +286,16 @@ class Transport:
         raise cut_off(f", and again after each of {MAX_RESUMPTIONS} resumptions") from ended
 
     def _dispatch(self, message: object) -> None:
-        """A server's request on a stream (method and id) goes to ``on_server_request``."""
+        """A server's request on a stream (method and id) goes to ``on_server_request``, a
+        notification (method, no id) to ``on_notification``."""
+        if (
+            self.on_notification is not None
+            and isinstance(message, dict)
+            and isinstance(message.get("method"), str)
+            and "id" not in message
+        ):
+            self.on_notification(self._masked(message))
+            return
         if (
             self.on_server_request is not None
             and isinstance(message, dict)
