@@ -28,6 +28,7 @@ from .authorization import service as authorization_service
 from .authorization import views as authorization_views
 from .catalogue import admin as features_admin  # registers resources and prompts
 from .catalogue import trial as tool_trial
+from .catalogue import trial_questions
 from .forms import McpServerForm, McpToolForm, TryToolForm
 from .governance import admin as governance_admin  # registers Tool calls and Approvals
 from .models import DEFINITION_CHANGED, AuthPlacement, McpServer, McpTool
@@ -459,7 +460,7 @@ def _for_placements(chosen: str, *placements: str) -> list[str]:
 
 
 @admin.register(McpTool)
-class McpToolAdmin(admin.ModelAdmin[McpTool]):
+class McpToolAdmin(features_admin.TryQuestionsAdmin):
     form = McpToolForm
     # Description and remote name are second lines of the first two columns: seven columns
     # would not fit a 1280 px screen beside the filters and the admin's navigation.
@@ -515,7 +516,7 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
             self.admin_site.admin_view(self.try_tool_view),
             name="nr_llm_mcptool_try",
         )
-        return [try_url, *super().get_urls()]
+        return [try_url, *self.question_urls(), *super().get_urls()]
 
     def try_tool_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         tool = self.get_object(request, object_id)
@@ -530,7 +531,16 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
         form = TryToolForm(request.POST if request.method == "POST" else None, schema=tool.input_schema)
         report = None
         if form.is_valid():
-            report = tool_trial.try_tool(tool, form.cleaned_data["arguments"], actor=request.user)
+            # The page's script answers the server's questions during the call (answering=1).
+            trial = request.POST.get("trial", "") if request.POST.get("answering") else ""
+            responder = (
+                trial_questions.TrialResponder(trial, request.user.pk, tool.server.budget_seconds)
+                if trial
+                else None
+            )
+            report = tool_trial.try_tool(
+                tool, form.cleaned_data["arguments"], actor=request.user, responder=responder
+            )
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -541,6 +551,7 @@ class McpToolAdmin(admin.ModelAdmin[McpTool]):
             "elapsed": f"{report.elapsed_seconds:.2f}" if report else "",
             "budget": f"{tool.server.budget_seconds:g}",
             "schema": columns.pretty_json(tool.input_schema),
+            "trial": trial_questions.new_trial(),
         }
         return TemplateResponse(request, "admin/nr_llm/mcptool/try_tool.html", context)
 

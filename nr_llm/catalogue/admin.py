@@ -5,6 +5,10 @@ Try reads a resource (a template once its variables are filled) or fills a promp
 site API (``nr_llm.resources.read``, ``nr_llm.prompts.get``): the trial is recorded in the
 ledger under the operator and obeys the same gate. A URI is shown as text; where one becomes a
 link, ``links.safe_href`` renders a dangerous scheme inert.
+
+``TryQuestionsAdmin`` (the tools' admin builds on it): the URLs through which a tool's Try page
+shows a server's question (elicitation) while its Try request runs, and posts the operator's
+answer to the waiting call (trial_questions.py: through Django's cache).
 """
 
 from __future__ import annotations
@@ -16,7 +20,13 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -24,7 +34,8 @@ from django.utils.safestring import SafeString
 
 from .. import prompts, resources
 from ..mcp.protocol import templates
-from ..models import FeatureKind, McpFeature
+from ..models import FeatureKind, McpFeature, McpTool
+from . import elicit_form, trial_questions
 from .features import accept_feature_definition, disable_features, enable_features
 from .links import safe_href
 
@@ -203,3 +214,86 @@ def counts(server: Any) -> SafeString | str:
         total["prompt"],
         enabled,
     )
+
+
+class TryQuestionsAdmin(admin.ModelAdmin[McpTool]):
+    """A tool's Try page, questions included: the page polls ``try/question/`` while its Try
+    request runs and posts the operator's answer to ``try/answer/`` (both need the right to
+    change the tool, as Try does, and see only the operator's own trial)."""
+
+    def question_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "<path:object_id>/try/question/",
+                self.admin_site.admin_view(self.question_view),
+                name="nr_llm_mcptool_try_question",
+            ),
+            path(
+                "<path:object_id>/try/answer/",
+                self.admin_site.admin_view(self.answer_view),
+                name="nr_llm_mcptool_try_answer",
+            ),
+        ]
+
+    def _tool(self, request: HttpRequest, object_id: str) -> McpTool:
+        tool = self.get_object(request, object_id)
+        if tool is None:
+            raise Http404("No such MCP tool.")
+        if not self.has_change_permission(request, tool):
+            raise PermissionDenied
+        return tool
+
+    def question_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The waiting question as a form to answer, or 204 while there is none."""
+        tool = self._tool(request, object_id)
+        trial = request.GET.get("trial", "")
+        asked = trial_questions.question(trial, request.user.pk)
+        if asked is None:
+            return HttpResponse(status=204)
+        return self._question(request, tool, trial, asked, elicit_form.answer_form(asked.schema))
+
+    def answer_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        tool = self._tool(request, object_id)
+        trial, action = request.POST.get("trial", ""), request.POST.get("action", "")
+        asked = trial_questions.question(trial, request.user.pk)
+        number = request.POST.get("number", "")
+        if asked is None or str(asked.number) != number:
+            return _answered(
+                request, "gone", "The question is no longer waiting: the call went on without it."
+            )
+        content = None
+        if action == "accept" and asked.mode == "form":
+            form = elicit_form.answer_form(asked.schema, request.POST)
+            if not form.is_valid():
+                return self._question(request, tool, trial, asked, form, status=400)
+            content = elicit_form.content_of(form)
+        if not trial_questions.answer(trial, request.user.pk, asked.number, action, content):
+            return _answered(
+                request, "gone", "The question is no longer waiting: the call went on without it."
+            )
+        return _answered(request, action, f"Answer sent ({action}); the call goes on.")
+
+    def _question(
+        self,
+        request: HttpRequest,
+        tool: McpTool,
+        trial: str,
+        asked: trial_questions.Question,
+        form: elicit_form.AnswerForm,
+        status: int = 200,
+    ) -> HttpResponse:
+        context = {
+            "question": asked,
+            "form": form,
+            "trial": trial,
+            "answer_url": reverse("admin:nr_llm_mcptool_try_answer", args=[tool.pk]),
+        }
+        return TemplateResponse(request, "admin/nr_llm/mcptool/try_question.html", context, status=status)
+
+
+def _answered(request: HttpRequest, outcome: str, text: str) -> HttpResponse:
+    status = 410 if outcome == "gone" else 200
+    context = {"outcome": outcome, "text": text}
+    return TemplateResponse(request, "admin/nr_llm/mcptool/try_answered.html", context, status=status)

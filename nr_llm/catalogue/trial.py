@@ -11,6 +11,7 @@ from typing import Any
 from ..mcp.protocol.content import data_url, json_text
 from ..models import McpTool
 from ..tools import execute
+from ..tools.elicit import Responder
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,13 @@ def try_tool(
     arguments: dict[str, Any],
     clock: Callable[[], float] = time.monotonic,
     actor: object = None,
+    responder: Responder | None = None,
 ) -> TrialReport:
     """Call ``tool`` through the same API the site uses, so the trial proves what a model would get:
-    recorded in the ledger under ``actor``, and held for approval like any other call."""
+    recorded in the ledger under ``actor``, and held for approval like any other call.
+    ``responder``: answers the server's questions (trial_questions.TrialResponder: the operator)."""
     started = clock()
-    result = execute(tool.tool_name, arguments, actor=actor)
+    result = execute(tool.tool_name, arguments, actor=actor, responder=responder)
     return TrialReport(
         text=result.text,
         is_error=result.is_error,

@@ -47,7 +47,7 @@ from ..servers.credentials import CredentialUnavailable
 from .models import ToolCall, ToolCallStatus
 
 if TYPE_CHECKING:
-    from ..models import McpTool
+    from ..models import McpServer, McpTool
 
 T = TypeVar("T")
 WallClock = Callable[[], datetime]
@@ -114,6 +114,9 @@ class NewCall:
     data_class_ceiling: str = ""
     #: Run by a worker of the site's task backend (``tools.enqueue``), not by its caller.
     on_worker: bool = False
+    # The server of a row with no tool (a resource read, a prompt get): its columns are filled
+    # as a tool call's are, so the ledger's server filter and data class cover them too.
+    server: McpServer | None = field(default=None, repr=False)
 
     @property
     def digest(self) -> str:
@@ -225,7 +228,7 @@ def _new_row(
     call: NewCall, status: str, now: datetime, error_kind: str, result_text: str, call_id: uuid.UUID | None
 ) -> ToolCall:
     tool = call.tool
-    server = tool.server if tool is not None else None
+    server = tool.server if tool is not None else call.server
     finished = status in (ToolCallStatus.FAILED, ToolCallStatus.SUCCEEDED)
     return ToolCall(
         id=call_id or uuid.uuid4(),

@@ -3,17 +3,27 @@
 - ``available(data_class_ceiling=None)`` / ``aavailable``;
 - ``get(name, arguments=None, *, provider="openai" | "openai-responses" | "anthropic",
   server=None, actor=None, data_class_ceiling=None, client=None)`` / ``aget``;
-- ``complete(name, argument, value, *, context=None, server=None, data_class_ceiling=None,
-  client=None)`` / ``acomplete``.
+- ``complete(name, argument, value, *, context=None, server=None, actor=None,
+  data_class_ceiling=None, client=None)`` / ``acomplete`` → a ``CompletionResult``.
+
+On a per-user server each acts as ``actor``; without a usable grant the server is not contacted
+and the result's status is ``needs_authorization`` with the ``connect_url``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..providers import PROVIDERS, Provider
 from ..tools import threads
-from .getting import Prompt, PromptArgument, PromptClient, PromptResult, available, complete, get
+from .getting import (
+    CompletionResult,
+    Prompt,
+    PromptArgument,
+    PromptClient,
+    PromptResult,
+    available,
+    complete,
+    get,
+)
 from .shapes import messages_for
 
 
@@ -50,24 +60,26 @@ async def acomplete(
     *,
     context: dict[str, str] | None = None,
     server: str | None = None,
+    actor: object = None,
     data_class_ceiling: str | None = None,
     client: PromptClient | None = None,
-) -> list[str]:
-    values: Any = await threads.run(
+) -> CompletionResult:
+    return await threads.run(
         complete,
         name,
         argument,
         value,
         context=context,
         server=server,
+        actor=actor,
         data_class_ceiling=data_class_ceiling,
         client=client,
     )
-    return list(values)
 
 
 __all__ = [
     "PROVIDERS",
+    "CompletionResult",
     "Prompt",
     "PromptArgument",
     "PromptClient",

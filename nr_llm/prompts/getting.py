@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from ..authorization import actors
+from ..authorization import runtime as authorization
 from ..governance import ceiling
 from ..mcp import Endpoint, McpTransportError
 from ..mcp.protocol.features import Completion, PromptOutcome
@@ -16,11 +18,13 @@ from ..mcp.wire.text import NAME_LIMIT, clean
 from ..models import FeatureKind, McpFeature
 from ..providers import PROVIDERS, Provider
 from ..resources import record
-from ..resources.reading import offered
-from ..servers.endpoints import endpoint_for, mcp_client
+from ..resources.reading import needs_text, offered
+from ..servers.endpoints import mcp_client
 from .shapes import messages_for
 
-PromptStatus = Literal["succeeded", "failed", "refused"]
+#: ``needs_authorization``: a per-user server and an actor with no usable grant (see
+#: ``connect_url``); the server was not contacted.
+PromptStatus = Literal["succeeded", "failed", "refused", "needs_authorization"]
 
 
 class PromptClient(Protocol):
@@ -66,6 +70,22 @@ class PromptResult:
     server: str = ""
     description: str = ""
     notes: tuple[str, ...] = ()
+    #: Where the actor connects their account (status ``needs_authorization``), else "".
+    connect_url: str = ""
+
+
+@dataclass(frozen=True)
+class CompletionResult:
+    """The server's completion values for one argument. ``total`` and ``has_more`` as the server
+    said (``total`` None when it did not); on a refusal or failure ``values`` is empty and
+    ``text`` says why."""
+
+    values: tuple[str, ...] = ()
+    total: int | None = None
+    has_more: bool = False
+    status: PromptStatus = "succeeded"
+    text: str = ""
+    connect_url: str = ""
 
 
 def _arguments(row: McpFeature) -> tuple[PromptArgument, ...]:
@@ -144,14 +164,33 @@ def get(
             if missing
             else f"prompt arguments are strings; not {', '.join(map(repr, bad))}"
         )
-        record.refused("prompts/get", named, name[:150], arguments, actor, applied, why)
+        record.refused("prompts/get", named, name[:150], arguments, actor, applied, why, row.server)
         return PromptResult([], True, "refused", why, named)
-    endpoint = endpoint_for(row.server)
-    call_id = record.started("prompts/get", named, name[:150], arguments, actor, applied)
+    access = actors.resolve(row.server, actor)
+    if isinstance(access, actors.NeedsAuthorization):
+        text = needs_text(access, f"the prompt {clean(name, NAME_LIMIT)!r} was not fetched")
+        record.refused(
+            "prompts/get",
+            named,
+            name[:150],
+            arguments,
+            actor,
+            applied,
+            text,
+            row.server,
+            error_kind="needs_authorization",
+        )
+        return PromptResult([], True, "needs_authorization", text, named, connect_url=access.connect_url)
+    endpoint = access
+    call_id = record.started("prompts/get", named, name[:150], arguments, actor, applied, row.server)
+    if isinstance(call_id, str):
+        # No row, no request (as for a tool call).
+        return PromptResult([], True, "failed", call_id, named)
     started = time.monotonic()
     try:
         outcome = (client or mcp_client()).get_prompt(endpoint, name, arguments)
     except McpTransportError as exc:
+        authorization.observe(row.server, exc, user_id=actors.actor_id(actor))
         text = redact(str(exc), endpoint.credential)
         record.finished(
             call_id, is_error=True, error_kind=exc.kind, duration_ms=_ms(started), era="", note=text
@@ -180,20 +219,27 @@ def complete(
     *,
     context: dict[str, str] | None = None,
     server: str | None = None,
+    actor: object = None,
     data_class_ceiling: str | None = None,
     client: PromptClient | None = None,
-) -> list[str]:
-    """The server's completion values for one argument of an enabled prompt ([] when none or refused)."""
-    row, _ = _find(name, server, ceiling.resolve(data_class_ceiling))
+) -> CompletionResult:
+    """The server's completion values for one argument of an enabled prompt, asked as ``actor``
+    (a per-user server acts as its user); nothing raised, a refusal or failure says why."""
+    row, why = _find(name, server, ceiling.resolve(data_class_ceiling))
     if row is None:
-        return []
+        return CompletionResult(status="refused", text=why)
+    access = actors.resolve(row.server, actor)
+    if isinstance(access, actors.NeedsAuthorization):
+        text = needs_text(access, f"the prompt {clean(name, NAME_LIMIT)!r} was not completed")
+        return CompletionResult(status="needs_authorization", text=text, connect_url=access.connect_url)
     try:
         completion = (client or mcp_client()).complete(
-            endpoint_for(row.server), {"type": "ref/prompt", "name": name}, argument, value, context=context
+            access, {"type": "ref/prompt", "name": name}, argument, value, context=context
         )
-    except McpTransportError:
-        return []
-    return list(completion.values)
+    except McpTransportError as exc:
+        authorization.observe(row.server, exc, user_id=actors.actor_id(actor))
+        return CompletionResult(status="failed", text=redact(str(exc), access.credential))
+    return CompletionResult(tuple(completion.values), completion.total, completion.has_more)
 
 
 def _ms(started: float) -> int:

@@ -17,6 +17,8 @@ from typing import Literal, Protocol
 
 from django.core.cache import cache
 
+from ..authorization import actors
+from ..authorization import runtime as authorization
 from ..governance import ceiling
 from ..mcp import CallOutcome, Endpoint, McpTransportError
 from ..mcp.protocol import templates
@@ -24,10 +26,12 @@ from ..mcp.protocol.results import Block
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import NAME_LIMIT, clean
 from ..models import FeatureKind, McpFeature, McpServer
-from ..servers.endpoints import endpoint_for, mcp_client
+from ..servers.endpoints import mcp_client
 from . import record
 
-ReadStatus = Literal["succeeded", "failed", "refused", "not_found"]
+#: ``needs_authorization``: a per-user server and an actor with no usable grant; not sent, the
+#: actor connects at ``connect_url`` first.
+ReadStatus = Literal["succeeded", "failed", "refused", "not_found", "needs_authorization"]
 #: How long a link a tool returned stays readable (seconds).
 LINK_SECONDS = 3_600
 _LINK_PREFIX = "nr_llm:resource-link:"
@@ -62,6 +66,8 @@ class ResourceResult:
     status: ReadStatus = "succeeded"
     content: tuple[Block, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    #: Where the actor connects their account (status ``needs_authorization``), else "".
+    connect_url: str = ""
 
 
 def offered(data_class_ceiling: str | None, kinds: Iterable[str]) -> list[McpFeature]:
@@ -115,26 +121,34 @@ def _link_key(server: str, uri: str) -> str:
     return _LINK_PREFIX + hashlib.sha256(f"{server}\x00{uri}".encode("utf-8", "replace")).hexdigest()
 
 
-def _why_not(server: McpServer | None, server_name: str, uri: str, ceiling_value: str) -> str:
-    """Why ``uri`` may not be read from ``server`` ("" when it may)."""
+#: The ledger row's name for a read refused before its URI matched anything the server offered.
+REFUSED_NAME = "(refused)"
+
+
+def _why_not(server: McpServer | None, server_name: str, uri: str, ceiling_value: str) -> tuple[str, str]:
+    """Why ``uri`` may not be read from ``server`` ("" when it may), and what the ledger row is
+    named by: the enabled resource's URI, the template that describes it, or the link a tool
+    returned. Never a URI a caller built (a model's input): that stays in the encrypted
+    arguments only, as a tool call's arguments do."""
     if server is None or not server.enabled:
-        return f"no enabled MCP server {clean(server_name, NAME_LIMIT)!r}"
+        return f"no enabled MCP server {clean(server_name, NAME_LIMIT)!r}", REFUSED_NAME
     if not ceiling.allows(ceiling_value, server.data_class):
         return (
             f"MCP server {server.identifier!r} is declared {ceiling.label(server.data_class)}, above this "
             f"caller's ceiling ({ceiling.label(ceiling_value)}); it was not contacted"
-        )
+        ), REFUSED_NAME
     rows = [row for row in server.features.filter(enabled=True, orphaned=False) if row.offered]
     if any(row.kind == FeatureKind.RESOURCE and row.key == uri for row in rows):
-        return ""
-    if any(row.kind == FeatureKind.TEMPLATE and templates.matches(row.key, uri) for row in rows):
-        return ""
+        return "", uri
+    for row in rows:
+        if row.kind == FeatureKind.TEMPLATE and templates.matches(row.key, uri):
+            return "", row.key
     if cache.get(_link_key(server.identifier, uri)):
-        return ""
+        return "", uri
     return (
         f"{clean(uri, NAME_LIMIT)!r} is neither an enabled resource of MCP server {server.identifier!r}, "
         "nor described by one of its enabled templates, nor a link one of its tools returned"
-    )
+    ), REFUSED_NAME
 
 
 def read(
@@ -147,18 +161,44 @@ def read(
 ) -> ResourceResult:
     applied = ceiling.resolve(data_class_ceiling)
     row = McpServer.objects.filter(identifier=server).first()
-    why = _why_not(row, server, uri, applied) if isinstance(uri, str) else "the URI is not a string"
+    why, named = (
+        _why_not(row, server, uri, applied)
+        if isinstance(uri, str)
+        else ("the URI is not a string", REFUSED_NAME)
+    )
     uri = uri if isinstance(uri, str) else ""
     if why:
-        record.refused("resources/read", server, uri[:150], {"uri": uri}, actor, applied, why)
+        record.refused("resources/read", server, named, {"uri": uri}, actor, applied, why, row)
         return ResourceResult(text=why, is_error=True, server=server, uri=uri, status="refused")
     assert row is not None
-    endpoint = endpoint_for(row)
-    call_id = record.started("resources/read", server, uri[:150], {"uri": uri}, actor, applied)
+    access = actors.resolve(row, actor)
+    if isinstance(access, actors.NeedsAuthorization):
+        text = needs_text(access, f"the resource {clean(uri, NAME_LIMIT)!r} was not read")
+        record.refused(
+            "resources/read",
+            server,
+            named[:150],
+            {"uri": uri},
+            actor,
+            applied,
+            text,
+            row,
+            error_kind="needs_authorization",
+        )
+        return ResourceResult(
+            text, True, server, uri, status="needs_authorization", connect_url=access.connect_url
+        )
+    endpoint = access
+    call_id = record.started("resources/read", server, named[:150], {"uri": uri}, actor, applied, row)
+    if isinstance(call_id, str):
+        # No row, no request: a read nobody can find in the ledger is not sent (as a tool call).
+        return ResourceResult(text=call_id, is_error=True, server=server, uri=uri, status="failed")
     started = time.monotonic()
     try:
         outcome = (client or mcp_client()).read_resource(endpoint, uri)
     except McpTransportError as exc:
+        # A grant the server or its issuer refused needs its user (or operator), as for a tool.
+        authorization.observe(row, exc, user_id=actors.actor_id(actor))
         text = redact(str(exc), endpoint.credential)
         status: ReadStatus = "not_found" if exc.kind == "resource_not_found" else "failed"
         record.finished(
@@ -180,6 +220,15 @@ def read(
         uri=uri,
         content=outcome.content,
         notes=outcome.notes,
+    )
+
+
+def needs_text(access: actors.NeedsAuthorization, what: str) -> str:
+    """What a caller (or a model) reads when the actor must connect their account first."""
+    return (
+        f"{what}: MCP server {access.server!r} acts as the signed-in user and this caller has no "
+        f"usable grant ({access.reason.replace('_', ' ')}); the user must connect their account at "
+        f"{access.connect_url} first, so do not retry it now"
     )
 
 

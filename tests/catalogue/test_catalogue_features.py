@@ -48,7 +48,7 @@ def features_url() -> Iterator[str]:
 def test_an_import_brings_resources_templates_and_prompts_disabled(features_url: str) -> None:
     server = McpServerFactory.create(identifier="feat", url=features_url)
     report = import_catalogue(server)
-    assert report.ok and report.imported == 3  # linked, book, reserve
+    assert report.ok and report.imported == 4  # linked, book, verify, reserve
     assert (report.features["resources"], report.features["templates"], report.features["prompts"]) == (
         3,
         1,

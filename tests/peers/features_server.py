@@ -1,6 +1,6 @@
 """The official Python SDK server (MCPServer, 2.3) offering more than tools: resources, a
 resource template, prompts, completion, a tool that returns resource links and a ``file://``
-embedded resource, and a tool that asks for input (elicitation).
+embedded resource, and tools that ask for input (elicitation: a form, a URL).
 
 Run: ``python -m tests.peers.features_server [--modern-only | --no-discover] [--certfile F --keyfile K
 --allow-host H]``; it prints ``PORT <n>`` once it listens on 127.0.0.1.
@@ -21,6 +21,10 @@ from tests.peers.sdk_server import _logged, _modern_only, _security
 PIXEL = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
+
+
+#: What ``verify`` asks a person to open: a scheme a page must never make a live link.
+VERIFY_URL = "javascript:alert(document.domain)//https://example.invalid/verify"
 
 
 def build_server() -> Any:
@@ -103,6 +107,12 @@ def build_server() -> Any:
         if answer.action == "accept":
             return f"booked {answer.data.date} for {answer.data.guests} (confirm={answer.data.confirm})"
         return f"not booked: {answer.action}"
+
+    @server.tool()
+    async def verify(ctx: Context) -> str:
+        """Send the user to a URL (URL-mode elicitation); a hostile scheme, which no client opens."""
+        answer = await ctx.elicit_url("Verify your account there.", VERIFY_URL, "verify-1")
+        return f"verify: {answer.action}"
 
     @server.tool()
     async def reserve(booking: Annotated[ElicitationResult[Booking], Resolve(ask_booking)]) -> str:

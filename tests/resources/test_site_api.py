@@ -16,6 +16,7 @@ from openai.types.responses import ResponseInputItemParam
 
 from nr_llm import prompts, resources
 from nr_llm.catalogue import enable_features, import_catalogue
+from nr_llm.governance import ledger
 from nr_llm.mcp import Endpoint
 from nr_llm.models import McpFeature, McpServer, ToolCall
 from nr_llm.servers.endpoints import endpoint_for, mcp_client
@@ -77,7 +78,8 @@ def test_a_listed_resource_and_a_templated_uri_are_read_and_recorded(server: Mcp
     rows = _rows("resources/read")
     assert [(row.tool_name, row.status, row.actor_label) for row in rows] == [
         ("resources/read feat docs://readme", "succeeded", "test"),
-        ("resources/read feat notes://rust/page", "succeeded", "test"),
+        # Named by the template: the URI filled from a caller's input is in the encrypted arguments.
+        ("resources/read feat notes://{topic}/page", "succeeded", "test"),
     ]
     assert all(row.duration_ms is not None for row in rows)
 
@@ -91,6 +93,14 @@ def test_what_is_not_enabled_or_escapes_a_template_is_refused_unsent(server: Mcp
     over = resources.read("docs://readme", server="feat", data_class_ceiling="publicContent")
     assert over.status == "refused" and "it was not contacted" in over.text
     assert [row.status for row in _rows("resources/read")] == ["failed"] * 4
+    # What a caller built is never in the clear: refused rows are not named by their URI.
+    assert {row.tool_name for row in _rows("resources/read")} == {"resources/read feat (refused)"}
+    escaped = next(row for row in _rows("resources/read") if "secret" in str(ledger.arguments_of(row)))
+    assert ledger.arguments_of(escaped) == {"uri": "notes://../secret/page"}
+    clear = [
+        getattr(escaped, f.attname) for f in ToolCall._meta.concrete_fields if "ciphertext" not in f.name
+    ]
+    assert not [value for value in clear if "../secret" in str(value)]
 
 
 def test_a_big_resource_fails_with_the_cap_named_and_nothing_raised(server: McpServer) -> None:
@@ -144,7 +154,8 @@ def test_prompts_available_and_completion(server: McpServer) -> None:
     listed = {prompt.name: prompt for prompt in prompts.available()}
     assert set(listed) == {"greet", "look"}
     assert [(a.name, a.required) for a in listed["greet"].arguments] == [("name", True), ("style", False)]
-    assert prompts.complete("greet", "style", "p") == ["plain", "pirate", "poem"]
+    completed = prompts.complete("greet", "style", "p")
+    assert (completed.values, completed.status) == (("plain", "pirate", "poem"), "succeeded")
 
 
 def test_the_async_twins_have_the_same_parameters_and_answer_alike(server: McpServer) -> None:
