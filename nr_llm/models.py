@@ -160,10 +160,11 @@ class McpFeature(models.Model):
 
 # Registered with this app from their own package (ARCHITECTURE.md, "Growing").
 from .authorization.models import OAuthGrantRecord, PendingAuthorization, UserGrantRecord  # noqa: E402
-from .governance.models import ToolCall, ToolCallApproval, ToolCallStatus  # noqa: E402
+from .governance.models import CallLease, ToolCall, ToolCallApproval, ToolCallStatus  # noqa: E402
 
 __all__ = [
     "DEFINITION_CHANGED",
+    "CallLease",
     "AuthPlacement",
     "DataClass",
     "FeatureKind",

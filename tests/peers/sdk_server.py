@@ -100,6 +100,7 @@ def _logged(app: Any, *, refuse_discover: bool) -> Any:
             ),
             # What a tools/call asked for: a test counts the sends of one call.
             "arguments": params.get("arguments") if isinstance(params, dict) else None,
+            "name": params.get("name") if isinstance(params, dict) else None,
             # When it arrived and was answered (this server's clock): which calls overlapped.
             "started": time.time(),
             "ended": None,

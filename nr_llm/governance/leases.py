@@ -1,0 +1,150 @@
+"""Leases: a server's "calls at once" and a tool's "run alone" across processes and hosts.
+
+A call takes a lease (a ``CallLease`` row) at the one point where it is about to be sent
+(``execute``, a turn's call, a resumed call, a task worker's: all pass through
+``tools.execution._run_remote``) and gives it back when it ends, on every path. A lease is
+granted in a transaction of its own that first locks the server's row (on SQLite, whose
+writers take one lock, the first write does), so two processes never both see a free place:
+
+- a server with its own **calls at once** N: at most N leases of it at once;
+- a **run alone** call (the tool marked so, or a tool the server does not annotate read-only
+  on a server that runs its writes alone): granted only when the server has no other lease,
+  and while it holds one no other is granted. So across the site it never runs beside another
+  leased call of its server: with calls at once set, or writes run alone, every call of that
+  server takes a lease; otherwise only run-alone calls do, and it never runs beside itself or
+  another run-alone tool of the server.
+
+Calls of other servers take no lease and cost nothing here. A call waiting for a place asks
+again after a short, growing pause, within its budget; what is left of the budget is all its
+send may spend, and when it runs out the call ends "could not run", never sent. A lease
+expires on the database's clock (its budget and two seconds: the leg machine's under-a-second
+overrun and a margin), so a killed process frees its places.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import DatabaseError, connection
+from django.db.models import Count, DateTimeField, ExpressionWrapper, Q
+from django.db.models.functions import Now
+
+from ..own_transaction import run_in_own_transaction
+from .models import CallLease
+
+logger = logging.getLogger("nr_llm.tools")
+
+#: Below this much budget left a call is not sent (the leg machine's MINIMUM_LEG_SECONDS).
+MINIMUM_SECONDS = 1.0
+#: Beyond the call's budget: the leg machine's overrun (under a second) and a margin.
+EXPIRY_MARGIN_SECONDS = 2.0
+#: The pause before asking again for a place, growing by half each time up to the last.
+FIRST_PAUSE_SECONDS = 0.02
+LAST_PAUSE_SECONDS = 0.25
+
+
+@dataclass
+class Lease:
+    """A call's place: ``refusal`` says why there is none; ``budget`` is what its send may spend."""
+
+    budget: float
+    refusal: str = ""
+    pk: int | None = None
+    released: bool = field(default=False, repr=False)
+
+    def release(self) -> None:
+        """Give the place back (once); a failure is logged: the lease expires on its own."""
+        if self.pk is None or self.released:
+            return
+        self.released = True
+        pk = self.pk
+        try:
+            run_in_own_transaction(
+                lambda: CallLease.objects.filter(pk=pk).delete(), name="nr-llm-lease", each_statement=True
+            )
+        except DatabaseError as exc:
+            logger.warning(
+                "a call lease was not given back (%s); it expires with its budget", type(exc).__name__
+            )
+
+
+def needed(cap: int | None, alone: bool, writes_alone: bool) -> bool:
+    """Whether a call of this server and tool takes a lease at all."""
+    return bool(cap) or alone or writes_alone
+
+
+def take(
+    server_pk: int,
+    tool_name: str,
+    *,
+    cap: int | None,
+    alone: bool,
+    writes_alone: bool,
+    budget: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Lease:
+    """A lease for a call about to be sent, waiting for a place within ``budget`` seconds."""
+    if not needed(cap, alone, writes_alone):
+        return Lease(budget)
+    started = clock()
+    pause = FIRST_PAUSE_SECONDS
+    while True:
+        left = budget - (clock() - started)
+        pk = run_in_own_transaction(
+            lambda left=left: _granted(server_pk, tool_name, cap or 0, alone, left), name="nr-llm-lease"
+        )
+        left = budget - (clock() - started)
+        if pk is not None:
+            return Lease(left, pk=pk)
+        if left <= MINIMUM_SECONDS:
+            return Lease(left, refusal=_refusal(cap, alone, budget))
+        # Jittered, so processes that met at a full server do not ask again in step.
+        sleep(min(pause * random.uniform(0.5, 1.0), left - MINIMUM_SECONDS))
+        pause = min(pause * 1.5, LAST_PAUSE_SECONDS)
+
+
+def _granted(server_pk: int, tool_name: str, cap: int, alone: bool, left: float) -> int | None:
+    """In a transaction: the new lease's id, or None when the server has no place for it."""
+    from ..servers.models import McpServer
+
+    if connection.vendor != "sqlite":
+        # Every taker of this server's places queues here; the first write does it on SQLite.
+        list(McpServer.objects.select_for_update().filter(pk=server_pk).values_list("pk", flat=True))
+    CallLease.objects.filter(server_id=server_pk, expires_at__lte=Now()).delete()
+    held = CallLease.objects.filter(server_id=server_pk).aggregate(
+        all=Count("pk"), alone=Count("pk", filter=Q(alone=True))
+    )
+    if held["alone"] or (alone and held["all"]) or (cap and held["all"] >= cap):
+        return None
+    expires = ExpressionWrapper(
+        Now() + timedelta(seconds=left + EXPIRY_MARGIN_SECONDS), output_field=DateTimeField()
+    )
+    lease = CallLease.objects.create(
+        server_id=server_pk, tool_name=tool_name[:64], alone=alone, expires_at=expires, holder=_holder()
+    )
+    return lease.pk
+
+
+def _holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.current_thread().name}"[:200]
+
+
+def _refusal(cap: int | None, alone: bool, budget: float) -> str:
+    held = (
+        'a "run alone" call waits until no other call of its server runs'
+        if alone
+        else f'the server\'s places ("calls at once" {cap or "-"}, or a "run alone" call) were taken'
+    )
+    return (
+        f"no place was free within its {budget:g} s budget ({held}, across this site); it was not "
+        "sent. Call it again later"
+    )
