@@ -99,9 +99,14 @@ def take(
     pause = FIRST_PAUSE_SECONDS
     while True:
         left = budget - (clock() - started)
-        pk = run_in_own_transaction(
-            lambda left=left: _granted(server_pk, tool_name, cap or 0, alone, left), name="nr-llm-lease"
-        )
+        try:
+            pk = run_in_own_transaction(
+                lambda left=left: _granted(server_pk, tool_name, cap or 0, alone, left), name="nr-llm-lease"
+            )
+        except DatabaseError as exc:
+            if not _lock_busy(exc):
+                raise
+            pk = None  # another taker (or a caller's open transaction) holds the server's row now
         left = budget - (clock() - started)
         if pk is not None:
             return Lease(left, pk=pk)
@@ -117,8 +122,11 @@ def _granted(server_pk: int, tool_name: str, cap: int, alone: bool, left: float)
     from ..servers.models import McpServer
 
     if connection.vendor != "sqlite":
-        # Every taker of this server's places queues here; the first write does it on SQLite.
-        list(McpServer.objects.select_for_update().filter(pk=server_pk).values_list("pk", flat=True))
+        # Takers of this server's places meet here (the first write does it on SQLite). Never
+        # waiting for the lock: a caller whose open transaction wrote the server's row would
+        # wait on this write while it waits for the caller; a busy lock is asked again later.
+        rows = McpServer.objects.select_for_update(nowait=True).filter(pk=server_pk)
+        list(rows.values_list("pk", flat=True))
     CallLease.objects.filter(server_id=server_pk, expires_at__lte=Now()).delete()
     held = CallLease.objects.filter(server_id=server_pk).aggregate(
         all=Count("pk"), alone=Count("pk", filter=Q(alone=True))
@@ -132,6 +140,22 @@ def _granted(server_pk: int, tool_name: str, cap: int, alone: bool, left: float)
         server_id=server_pk, tool_name=tool_name[:64], alone=alone, expires_at=expires, holder=_holder()
     )
     return lease.pk
+
+
+#: A row lock taken by another transaction, refused at once (NOWAIT): PostgreSQL's SQLSTATE,
+#: MySQL's and MariaDB's error numbers.
+_POSTGRESQL_LOCK_NOT_AVAILABLE = "55P03"
+_MYSQL_LOCK_NOWAIT = (3572, 1205)
+
+
+def _lock_busy(exc: BaseException) -> bool:
+    cause = exc.__cause__
+    if cause is None:
+        return False
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    if code == _POSTGRESQL_LOCK_NOT_AVAILABLE:
+        return True
+    return getattr(cause, "args", (None,))[:1] in [(number,) for number in _MYSQL_LOCK_NOWAIT]
 
 
 def _holder() -> str:

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import DateTimeField, ExpressionWrapper
 from django.db.models.functions import Now
 
@@ -158,6 +158,21 @@ def test_execute_on_a_full_server_could_not_run_and_was_not_sent() -> None:
     row = ToolCall.objects.get(pk=str(result.call_id))
     assert (row.status, row.error_kind) == (ToolCallStatus.FAILED, "no_place")
     assert CallLease.objects.count() == 1
+
+
+def test_a_callers_transaction_holding_the_servers_row_never_hangs_the_call() -> None:
+    """PostgreSQL: the caller's open transaction locked the server's row (it saved the server);
+    the lease is written beside it and never waits for that lock, so the call ends within its
+    budget, not sent, instead of each waiting for the other for good."""
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite writes nothing beside a caller's transaction (no row, no lease)")
+    tool = _capped_tool()
+    client = Client()
+    with transaction.atomic():
+        McpServer.objects.select_for_update().get(pk=tool.server.pk)
+        result = tools.execute(tool.tool_name, {}, client=client)
+    assert client.seen == []
+    assert result.is_error and "could not run" in result.text and "it was not sent" in result.text
 
 
 # -- across processes, against the SDK server ------------------------------------------------
