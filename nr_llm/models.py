@@ -53,7 +53,8 @@ class McpTool(models.Model):
     run_alone = models.BooleanField(
         default=False,
         help_text="Run after a turn's other calls, one at a time: for a tool that must not run "
-        "beside others.",
+        "beside others. Across the site it never runs beside itself, nor beside any call of its "
+        "server when the server has calls at once set or runs its writes alone.",
     )
     orphaned = models.BooleanField(default=False)
     orphaned_at = models.DateTimeField(null=True, blank=True)
