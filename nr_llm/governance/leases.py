@@ -23,6 +23,7 @@ overrun and a margin), so a killed process frees its places.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -99,10 +100,9 @@ def take(
     pause = FIRST_PAUSE_SECONDS
     while True:
         left = budget - (clock() - started)
+        grant = functools.partial(_granted, server_pk, tool_name, cap or 0, alone, left)
         try:
-            pk = run_in_own_transaction(
-                lambda left=left: _granted(server_pk, tool_name, cap or 0, alone, left), name="nr-llm-lease"
-            )
+            pk = run_in_own_transaction(grant, name="nr-llm-lease")
         except DatabaseError as exc:
             if not _lock_busy(exc):
                 raise
