@@ -127,10 +127,17 @@ def _granted(server_pk: int, tool_name: str, cap: int, alone: bool, left: float)
         # wait on this write while it waits for the caller; a busy lock is asked again later.
         rows = McpServer.objects.select_for_update(nowait=True).filter(pk=server_pk)
         list(rows.values_list("pk", flat=True))
-    CallLease.objects.filter(server_id=server_pk, expires_at__lte=Now()).delete()
-    held = CallLease.objects.filter(server_id=server_pk).aggregate(
-        all=Count("pk"), alone=Count("pk", filter=Q(alone=True))
+    ours = CallLease.objects.filter(server_id=server_pk)
+    if connection.vendor == "sqlite":
+        ours.filter(expires_at__lte=Now()).delete()
+    live = Q(expires_at__gt=Now())
+    held = ours.aggregate(
+        all=Count("pk", filter=live),
+        alone=Count("pk", filter=live & Q(alone=True)),
+        past=Count("pk", filter=~live),
     )
+    if held["past"]:
+        ours.filter(expires_at__lte=Now()).delete()  # their holders died: nobody else deletes them
     if held["alone"] or (alone and held["all"]) or (cap and held["all"] >= cap):
         return None
     expires = ExpressionWrapper(
