@@ -50,6 +50,8 @@ EXPIRY_MARGIN_SECONDS = 2.0
 #: The pause before asking again for a place, growing by half each time up to the last.
 FIRST_PAUSE_SECONDS = 0.02
 LAST_PAUSE_SECONDS = 0.25
+#: The first pause when the server's row was locked by another grant.
+BUSY_PAUSE_SECONDS = 0.002
 
 
 @dataclass
@@ -97,24 +99,31 @@ def take(
     if not needed(cap, alone, writes_alone):
         return Lease(budget)
     started = clock()
-    pause = FIRST_PAUSE_SECONDS
+    # Two paces: a full server frees a place when a call ends (tens of ms at least); a busy
+    # lock when another grant commits (a few ms), so it is asked again sooner.
+    pause, busy_pause = FIRST_PAUSE_SECONDS, BUSY_PAUSE_SECONDS
     while True:
         left = budget - (clock() - started)
         grant = functools.partial(_granted, server_pk, tool_name, cap or 0, alone, left)
+        busy = False
         try:
             pk = run_in_own_transaction(grant, name="nr-llm-lease")
         except DatabaseError as exc:
             if not _lock_busy(exc):
                 raise
-            pk = None  # another taker (or a caller's open transaction) holds the server's row now
+            pk, busy = None, True  # another grant (or a caller's open transaction) holds the row
         left = budget - (clock() - started)
         if pk is not None:
             return Lease(left, pk=pk)
         if left <= MINIMUM_SECONDS:
             return Lease(left, refusal=_refusal(cap, alone, budget))
         # Jittered, so processes that met at a full server do not ask again in step.
-        sleep(min(pause * random.uniform(0.5, 1.0), left - MINIMUM_SECONDS))
-        pause = min(pause * 1.5, LAST_PAUSE_SECONDS)
+        wait = busy_pause if busy else pause
+        sleep(min(wait * random.uniform(0.5, 1.0), left - MINIMUM_SECONDS))
+        if busy:
+            busy_pause = min(busy_pause * 2, LAST_PAUSE_SECONDS)
+        else:
+            pause = min(pause * 1.5, LAST_PAUSE_SECONDS)
 
 
 def _granted(server_pk: int, tool_name: str, cap: int, alone: bool, left: float) -> int | None:
