@@ -4,7 +4,7 @@ the checkout's root.
 Every tracked file of the package must be installed, and the installed app must migrate. The
 wheel's metadata must be ready to publish: its version is ``nr_llm.__version__``, CHANGELOG.md
 has a section for it and the README's install line names its file; the classifiers name every
-Python and Django version CI runs; the project's URLs are there.
+Python and Django version CI runs; no project URL points at another project.
 """
 
 import re
@@ -38,8 +38,8 @@ wanted = {
 if missing_classifiers := sorted(wanted - classifiers):
     sys.exit("the wheel's classifiers lack: " + ", ".join(missing_classifiers))
 urls = dict(entry.split(", ", 1) for entry in wheel.get_all("Project-URL") or [])
-if not {"Homepage", "Source", "Issues"} <= set(urls):
-    sys.exit(f"the wheel's project URLs lack Homepage, Source or Issues: {urls}")
+if foreign := {name: url for name, url in urls.items() if "t3x-nr-llm" in url}:
+    sys.exit(f"the wheel's project URLs point at another project: {foreign}")
 if not re.search(rf"^## {re.escape(version)}\b", Path("CHANGELOG.md").read_text(), re.MULTILINE):
     sys.exit(f"CHANGELOG.md has no section '## {version}'")
 if f"dist/nr_llm-{version}-py3-none-any.whl" not in Path("README.md").read_text():

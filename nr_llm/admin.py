@@ -103,6 +103,8 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
     list_filter = ["enabled", NeedsAttentionFilter, "import_status", "data_class"]
     search_fields = ["identifier", "name", "url"]
     actions = ["test_connection_action", "import_catalogue_action"]
+    # A site's users may be many: a key, not a select of every user.
+    raw_id_fields = ["catalogue_user"]
     # Authentication fields by the placement they serve; the page shows the chosen one's
     # (server_form.js), and without JavaScript folds the others.
     CREDENTIAL_FIELDS = [
@@ -125,6 +127,13 @@ class McpServerAdmin(admin.ModelAdmin[McpServer]):
         "clear_oauth_client_secret",
         "oauth_key_id",
         "oauth_scopes",
+        # Enterprise-managed authorization, workload identity, and a per-user server's imports.
+        "oauth_idp_token_endpoint",
+        "oauth_idp_client_id",
+        "new_oauth_idp_client_secret",
+        "oauth_assertion_file",
+        "oauth_assertion_env",
+        "catalogue_user",
     ]
     # The import error is on the Connection panel at the top, whole.
     OBSERVED_FIELDS = [

@@ -12,7 +12,11 @@ class NrLlmConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks
+        from .governance import decisions
         from .observability import log_filters
+        from .tools import queue
 
         checks.register()
         log_filters.install()
+        # An approved call enqueued for a worker is enqueued by its approval (tools/queue.py).
+        decisions.worker_call_approved.connect(queue.on_approved, dispatch_uid="nr_llm.queued_approval")

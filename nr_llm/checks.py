@@ -11,7 +11,8 @@ from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags
 from django.core.checks import register as register_check
-from django.db import NotSupportedError, connections, router
+from django.db import DatabaseError, NotSupportedError, connections, router
+from django.utils.module_loading import import_string
 
 from .conf import DEFAULT_REQUEST_EVENTS, parse_lifetime, parse_retention_days, parse_timeout
 from .vocabulary import DataClass
@@ -308,6 +309,69 @@ def check_tool_result_limits(**kwargs: Any) -> list[CheckMessage]:
     return errors
 
 
+def check_identity_token_hook(**kwargs: Any) -> list[CheckMessage]:
+    """The enterprise-managed hook must import and be callable: a typo found at a user's first
+    call would read as "sign in again", which no sign-in fixes."""
+    raw = getattr(settings, "NR_LLM_OAUTH_IDENTITY_TOKEN", _MISSING)
+    if raw is _MISSING or raw is None or raw == "":
+        return []
+    hint = (
+        "Set it to the dotted path of a callable(user, server) returning the user's ID token or None, "
+        "e.g. 'mysite.auth.id_token_for'; see docs/operator-guide.md."
+    )
+    if not isinstance(raw, str):
+        return [
+            Error(
+                f"NR_LLM_OAUTH_IDENTITY_TOKEN must be a dotted path, not {raw!r}.",
+                hint=hint,
+                id="nr_llm.E070",
+            )
+        ]
+    try:
+        hook = import_string(raw.strip())
+    except ImportError as exc:
+        return [
+            Error(
+                f"NR_LLM_OAUTH_IDENTITY_TOKEN {raw!r} cannot be imported ({exc}).",
+                hint=hint,
+                id="nr_llm.E070",
+            )
+        ]
+    if not callable(hook):
+        return [Error(f"NR_LLM_OAUTH_IDENTITY_TOKEN {raw!r} is not callable.", hint=hint, id="nr_llm.E070")]
+    return []
+
+
+def check_enterprise_servers_have_a_hook(databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """An enterprise-managed server with no hook can never act for anyone. It reads the server
+    table, so it runs with ``check --database``, as the other database checks do."""
+    if getattr(settings, "NR_LLM_OAUTH_IDENTITY_TOKEN", None) or not databases:
+        return []
+    model = apps.get_model("nr_llm", "McpServer")
+    alias = router.db_for_read(model)
+    if alias not in databases:
+        return []
+    try:
+        names = list(
+            model.objects.using(alias)
+            .filter(auth_placement="oauth", oauth_grant_type="enterprise")
+            .values_list("identifier", flat=True)[:5]
+        )
+    except DatabaseError:
+        return []  # not migrated yet: nothing is configured
+    if not names:
+        return []
+    return [
+        Error(
+            f"MCP servers {', '.join(names)} use enterprise-managed authorization, and "
+            "NR_LLM_OAUTH_IDENTITY_TOKEN is not set.",
+            hint="Point it at a callable(user, server) returning the signed-in user's ID token; "
+            "see docs/operator-guide.md.",
+            id="nr_llm.E071",
+        )
+    ]
+
+
 #: The databases the ledger is written and tested on (.ci/run runs the suite on each), by
 #: Django's vendor name: SQLite, PostgreSQL (psycopg 3 or psycopg2), MariaDB and MySQL.
 SUPPORTED_VENDORS = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MariaDB/MySQL"}
@@ -386,7 +450,27 @@ def check_database_features(databases: Any = None, **kwargs: Any) -> list[CheckM
                     id="nr_llm.E061",
                 )
             )
+        elif db.vendor == "mysql" and (offset := _session_utc_offset(db)):
+            errors.append(
+                Error(
+                    f"The database {alias!r} ({_engine(alias)}) answers NOW() in a session time zone "
+                    f"{offset} seconds from UTC; nr_llm judges approval expiry, overdue calls and "
+                    "retention on the database's clock and stores UTC.",
+                    hint="Set the connection's time zone to UTC: "
+                    "OPTIONS={'init_command': \"SET time_zone = '+00:00'\"}.",
+                    id="nr_llm.E062",
+                )
+            )
     return errors
+
+
+def _session_utc_offset(db: Any) -> int:
+    """Seconds between the session's NOW() and UTC. Django stores UTC on MySQL/MariaDB but never
+    sets the session's time zone, and there ``Now()`` is the session's local time."""
+    with db.cursor() as cursor:
+        cursor.execute("SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())")
+        (offset,) = cursor.fetchone()
+    return int(offset)
 
 
 def register() -> None:
@@ -394,6 +478,7 @@ def register() -> None:
     # `check --database` and before `migrate`, never in `check --tag nr_llm` (which on Django 6
     # runs a tag's checks against every database).
     register_check(check_database_features, Tags.database)
+    register_check(check_enterprise_servers_have_a_hook, Tags.database)
     for check in (
         check_operation_timeout,
         check_allow_private_networks,
@@ -410,5 +495,6 @@ def register() -> None:
         check_telemetry,
         check_tool_result_limits,
         check_database_vendor,
+        check_identity_token_hook,
     ):
         register_check(check, "nr_llm")

@@ -26,6 +26,7 @@ DEFAULT_ERA_CACHE_SECONDS = 600.0
 DEFAULT_REQUEST_EVENTS: dict[str, Any] = {"include_cancelled": False}
 DEFAULT_TOOL_CALL_PREVIEW_CHARS = 500
 DEFAULT_APPROVAL_EXPIRY_SECONDS = 3600.0
+DEFAULT_QUEUED_OPERATION_TIMEOUT = 600.0
 DEFAULT_LEDGER_RETENTION_DAYS = 90
 # Every declared data class passes: a site narrows it per model provider (docs/catalogue.md).
 DEFAULT_DATA_CLASS_CEILING = "secretAdjacent"
@@ -168,6 +169,13 @@ class Settings:
         return raw.rstrip("/") if isinstance(raw, str) else ""
 
     @property
+    def OAUTH_IDENTITY_TOKEN(self) -> str:
+        """The dotted path of the site's hook ``callable(user, server) -> str | None`` giving a
+        user's ID token for enterprise-managed authorization; empty: none (checks.py E070)."""
+        raw = getattr(django_settings, "NR_LLM_OAUTH_IDENTITY_TOKEN", "")
+        return raw.strip() if isinstance(raw, str) else ""
+
+    @property
     def TOOL_CALL_PREVIEW_CHARS(self) -> int:
         """Characters of a tool's answer the ledger keeps (encrypted); 0 keeps none."""
         raw = getattr(django_settings, "NR_LLM_TOOL_CALL_PREVIEW_CHARS", None)
@@ -187,6 +195,13 @@ class Settings:
         """Seconds a call waits for a decision, and an approved call for its resume."""
         value = parse_timeout(getattr(django_settings, "NR_LLM_APPROVAL_EXPIRY_SECONDS", None))
         return DEFAULT_APPROVAL_EXPIRY_SECONDS if value is None else value
+
+    @property
+    def QUEUED_OPERATION_TIMEOUT(self) -> float:
+        """Seconds a call enqueued on a worker (``tools.enqueue``) may take, waiting included: the
+        budget of its MCP operation, and when the reaper ends a row no worker finished."""
+        value = parse_timeout(getattr(django_settings, "NR_LLM_QUEUED_OPERATION_TIMEOUT", None))
+        return DEFAULT_QUEUED_OPERATION_TIMEOUT if value is None else value
 
     @property
     def LEDGER_RETENTION_DAYS(self) -> int:

@@ -64,6 +64,13 @@ class McpServerForm(forms.ModelForm[McpServer]):
     clear_oauth_client_secret = forms.BooleanField(
         label="Clear the stored client secret and key", required=False
     )
+    new_oauth_idp_client_secret = forms.CharField(
+        label="Client secret at the identity provider",
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only. Enterprise-managed only, if the identity provider wants one; empty keeps it.",
+    )
 
     class Meta:
         model = McpServer
@@ -89,6 +96,11 @@ class McpServerForm(forms.ModelForm[McpServer]):
             "oauth_client_id",
             "oauth_key_id",
             "oauth_scopes",
+            "oauth_idp_token_endpoint",
+            "oauth_idp_client_id",
+            "oauth_assertion_file",
+            "oauth_assertion_env",
+            "catalogue_user",
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -140,6 +152,8 @@ class McpServerForm(forms.ModelForm[McpServer]):
             self.instance.oauth_private_key_ciphertext = credentials.encrypt(key)
         if secret:
             self.instance.oauth_client_secret_ciphertext = credentials.encrypt(secret)
+        if idp_secret := cleaned.get("new_oauth_idp_client_secret"):
+            self.instance.oauth_idp_client_secret_ciphertext = credentials.encrypt(idp_secret)
 
 
 class McpToolForm(forms.ModelForm[McpTool]):

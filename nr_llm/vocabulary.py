@@ -31,6 +31,9 @@ class AuthPlacement(models.TextChoices):
 class OAuthGrantType(models.TextChoices):
     AUTHORIZATION_CODE = "authorization_code", "Authorization code (an operator connects once)"
     CLIENT_CREDENTIALS = "client_credentials", "Client credentials (no operator step)"
+    # Obtained inside an operation with no person, from an assertion another party signs.
+    ENTERPRISE = "enterprise", "Enterprise-managed (the user's identity provider vouches: ID-JAG)"
+    WORKLOAD = "workload", "Workload identity federation (a JWT the platform mounts)"
 
 
 class OAuthMode(models.TextChoices):

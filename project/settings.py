@@ -82,11 +82,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
     # What Django's notes on MySQL and MariaDB ask of a site: full UTF-8 (utf8mb4, not the
     # three-byte utf8), strict mode so a value too long is an error instead of cut silently,
     # and READ COMMITTED (Django's default since 3.0) so a row another transaction committed
-    # is seen without REPEATABLE READ's snapshot.
+    # is seen without REPEATABLE READ's snapshot. The session's time zone is UTC because the
+    # ledger compares against the database's NOW() and Django stores UTC (check nr_llm.E062).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "charset": "utf8mb4",
-            "init_command": "SET sql_mode = 'STRICT_TRANS_TABLES'",
+            "init_command": "SET sql_mode = 'STRICT_TRANS_TABLES', time_zone = '+00:00'",
             "isolation_level": "read committed",
         }
     )

@@ -21,7 +21,7 @@ def _check(tmp_path: Path, case: str, *args: str) -> subprocess.CompletedProcess
         "NR_LLM_TEST_DATABASE": case,
         "DJANGO_SETTINGS_MODULE": "tests.backends.settings",
     }
-    if case != "myisam":
+    if case not in ("myisam", "mysql_local_time"):
         env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'site.sqlite3'}"
     env.pop("ENV_FILE", None)
     return subprocess.run(
@@ -90,6 +90,15 @@ def test_mariadb_with_myisam_as_its_storage_engine_fails_manage_py_check_databas
     result = _check(tmp_path, "myisam", "--database", "default")
     assert result.returncode != 0, result.stderr
     assert "nr_llm.E061" in result.stderr and "it lacks transactions" in result.stderr
+
+
+@pytest.mark.skipif("connection.vendor != 'mysql'", reason="session time zones are MySQL/MariaDB's")
+def test_mariadb_answering_now_in_local_time_fails_manage_py_check_database(tmp_path):
+    """A session time zone other than UTC makes ``Now()`` local time while Django stores UTC, so
+    expiry and the reaper would be hours off: E062 names the offset and the fix."""
+    result = _check(tmp_path, "mysql_local_time", "--database", "default")
+    assert result.returncode != 0, result.stderr
+    assert "nr_llm.E062" in result.stderr and "18000 seconds from UTC" in result.stderr
 
 
 @pytest.mark.django_db

@@ -8,7 +8,7 @@ is an edge to ``pkg.name`` when that is a module of the app, else to ``pkg``. Im
 submodule runs its package's ``__init__`` too; that implicit edge is not drawn (a package's
 face importing its own modules is not a circle).
 
-The layers, lowest first (docs: README, "Layout"):
+The layers, lowest first (docs: CONTRIBUTING.md, "Layout"):
 
 0. ``nr_llm.mcp``: the protocol client (its rooms: tests/mcp/test_layers.py).
 1. vocabulary and settings: ``vocabulary``, ``conf``, ``own_transaction``; ``observability``

@@ -67,8 +67,11 @@ def test_a_new_server_from_flags_is_created_disabled_and_requiring_approval(monk
     )
     lines = out.splitlines()
     assert lines[0] == "orders: created: name, url, data_class, auth_placement, credential_env"
-    assert any("waits for an operator's approval (a new server's default" in line for line in lines)
+    assert any("waits for someone's approval (a new server's default" in line for line in lines)
     assert any(line.startswith("  not in use yet: it is disabled") for line in lines)
+    # The command's notes name its own flags, not the admin's fieldsets and pages.
+    assert "--enabled puts it in use" in out and "--no-requires-approval" in out
+    assert not any(word in out for word in ("Policy", "admin", "page", "operator"))
 
 
 def test_a_second_run_changes_nothing_and_says_unchanged():
@@ -313,3 +316,13 @@ def test_a_private_key_from_its_variable_is_checked_like_the_admin_checks_it(mon
     assert error is None, error
     assert out.splitlines()[0].endswith(", oauth_private_key")
     assert credentials.decrypt(fields("machine")["oauth_private_key_ciphertext"]) == pem.strip()
+
+
+@pytest.mark.parametrize(
+    "url", ["npx -y @modelcontextprotocol/server-everything", "stdio://server", "uvx mcp-x"]
+)
+def test_a_stdio_servers_command_as_url_names_the_bridge(url):
+    """A newcomer pastes the command a stdio server runs with: the error says what to do."""
+    _, _, error = run("local", "--url", url, "--data-class", "publicContent")
+    assert error is not None and "Streamable HTTP through a bridge" in str(error)
+    assert not McpServer.objects.filter(identifier="local").exists()

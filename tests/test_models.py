@@ -3,6 +3,7 @@ from django.core.exceptions import ValidationError
 from django.test import override_settings
 
 from nr_llm.models import ImportStatus, McpServer
+from nr_llm.servers.models import STDIO_HINT
 
 from .factories import McpServerFactory, McpToolFactory
 
@@ -38,7 +39,9 @@ def test_valid_server_passes_validation_with_defaults():
 def test_url_must_be_http_or_https(url):
     """Only http(s) URLs can be configured."""
     errors = _errors(McpServer(identifier="demo", name="n", url=url))
-    assert errors["url"] == ["Enter an http:// or https:// URL."]
+    assert errors["url"][0] == "Enter an http:// or https:// URL."
+    # What is no URL at all may be a stdio server's command: the second message says what to do.
+    assert errors["url"][1:] == ([] if "://" in url else [STDIO_HINT])
 
 
 @pytest.mark.parametrize("timeout", [0, -5])

@@ -1,4 +1,4 @@
-"""The README's resource read and prompt ("Resources and prompts") run as printed against the
+"""docs/tool-api.md's resource read and prompt ("Resources and prompts") run as printed against the
 official SDK 2.3 server (tests/peers/features_server.py, imported as server "docs"); the OpenAI
 call is a stand-in that checks the messages against the ``openai`` package's published type."""
 
@@ -30,11 +30,11 @@ pytestmark = [
     pytest.mark.usefixtures("loopback_allowed"),
 ]
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "tool-api.md"
 
 
 def _blocks() -> list[str]:
-    section = README.read_text().split("### Resources and prompts", 1)[1].split("\n### ", 1)[0]
+    section = README.read_text().split("## Resources and prompts", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 

@@ -19,10 +19,10 @@ def test_an_approval_server_holds_the_call_until_it_is_approved_and_resumed(orde
     from django.contrib.auth.models import User
 
     McpServer.objects.filter(identifier="orders").update(requires_approval=True)
-    held = tools.execute("mcp_orders_lookup_order", {"id": "7"}, client=orders_server, actor="test")
+    held = tools.execute("mcp_orders_lookup_order", {"id": "7"}, actor="test")
     assert held.status == "awaiting_approval" and orders_server.calls == []
     tools.approve(held.call_id, User.objects.create_superuser("approver"))
-    result = tools.resume(held.call_id, client=orders_server)
+    result = tools.resume(held.call_id)
     assert (result.status, orders_server.calls) == ("succeeded", [("lookup_order", {"id": "7"})])
 """
 

@@ -1,4 +1,4 @@
-"""The README's turn views ("A model's turn") run as printed, sync and async, against the SDK server.
+"""The README's quickstart view and its async twin in docs/tool-api.md run as printed, against the SDK server.
 
 The model is the one part that cannot run here: a stand-in for the ``openai`` client (answering
 with the package's own message types) asks for
@@ -34,11 +34,13 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
 
 def _readme_views() -> str:
-    readme = (ROOT / "README.md").read_text()
-    (block,) = [
-        block for block in re.findall(r"```python\n(.*?)```", readme, re.DOTALL) if "def converse(" in block
-    ]
-    return str(block)
+    """The README's ``converse`` and docs/tool-api.md's ``aconverse``, one module."""
+    found = []
+    for page, name in (("README.md", "def converse("), ("docs/tool-api.md", "async def aconverse(")):
+        text = (ROOT / page).read_text()
+        (block,) = [block for block in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if name in block]
+        found.append(str(block))
+    return "\n".join(found)
 
 
 def _message(content: str | None, tool_calls: list[Any] | None) -> ChatCompletionMessage:
@@ -121,7 +123,10 @@ def test_the_readme_turn_runs_both_calls_and_answers_with_their_results(settings
     settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
     response = _converse(view)
     assert response.status_code == 200
-    assert json.loads(response.content) == {"answer": "call_echo=from the model | call_add=3.0"}
+    assert json.loads(response.content) == {
+        "answer": "call_echo=from the model | call_add=3.0",
+        "waiting": [],
+    }
     first, second = openai_stand_in.conversations
     assert [m["role"] for m in second] == ["user", "assistant", "tool", "tool"]
     assert [m["tool_call_id"] for m in second[2:]] == ["call_echo", "call_add"]

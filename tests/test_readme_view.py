@@ -1,5 +1,5 @@
-"""The README's view ("Calling tools from a view") runs as printed: the real ``openai`` client, the
-real SDK server, and the model's two turns replayed from recorded Chat Completions responses
+"""The view of docs/tool-api.md ("One call at a time") runs as printed: the real ``openai`` client,
+the real SDK server, and the model's two turns replayed from recorded Chat Completions responses
 (tests/recorded/openai_chat_readme.json) by a server on 127.0.0.1; no network."""
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ RECORDED = json.loads((ROOT / "tests" / "recorded" / "openai_chat_readme.json").
 
 
 def _readme_view() -> str:
-    """The README's Python block that defines ``ask``."""
-    readme = (ROOT / "README.md").read_text()
+    """docs/tool-api.md's Python block that defines ``ask``."""
+    readme = (ROOT / "docs" / "tool-api.md").read_text()
     (block,) = [
         block for block in re.findall(r"```python\n(.*?)```", readme, re.DOTALL) if "def ask(" in block
     ]
@@ -85,7 +85,7 @@ def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Provider]:
 def _ask(*, requires_approval: bool) -> Any:
     """The README's view, run once against the SDK server with echo and pixel enabled."""
     namespace: dict[str, Any] = {}
-    exec(compile(_readme_view(), "README.md", "exec"), namespace)
+    exec(compile(_readme_view(), "docs/tool-api.md", "exec"), namespace)
     with sdk_server("--stateless") as url:
         server = McpServerFactory.create(identifier="demo", name="Demo", url=url)
         assert import_catalogue(server).ok
@@ -192,7 +192,7 @@ def test_the_readme_view_works_against_a_server_with_array_parameters(settings, 
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{provider.server_address[1]}/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
     namespace: dict[str, Any] = {}
-    exec(compile(_readme_view(), "README.md", "exec"), namespace)
+    exec(compile(_readme_view(), "docs/tool-api.md", "exec"), namespace)
     try:
         with running([sys.executable, "-m", "tests.peers.schema_server"]) as port:
             server = McpServerFactory.create(

@@ -112,7 +112,7 @@ def test_openai_definitions_list_local_then_enabled_remote_tools_with_their_orig
 def test_anthropic_definitions_use_input_schema():
     """The Anthropic shape is name, description and input_schema."""
     _remote(description="Echo.")
-    assert tools.definitions(format="anthropic") == [
+    assert tools.definitions(provider="anthropic") == [
         {
             "name": "mcp_demo_echo",
             "description": '[via MCP server "Demo server"] Echo.',
@@ -123,7 +123,7 @@ def test_anthropic_definitions_use_input_schema():
 
 def test_an_unknown_format_is_an_error():
     """Only the two documented formats exist."""
-    with pytest.raises(ValueError, match="format must be one of 'openai', 'openai-responses', 'anthropic'"):
+    with pytest.raises(ValueError, match="provider must be one of 'openai', 'openai-responses', 'anthropic'"):
         tools.definitions("gemini")  # type: ignore[arg-type]
 
 
@@ -286,6 +286,8 @@ def test_a_call_sent_and_never_answered_tells_the_model_the_tool_may_have_run():
     )
     result = tools.execute("mcp_demo_echo", {"city": "x"}, client=FakeClient(error=error))
     assert result.is_error and "may have run 'echo'" in result.text and "could not run" not in result.text
+    # Said once: the client's own sentence is not repeated after the site's.
+    assert result.text.count("may have run") == 1 and "connection closed before any answer" in result.text
 
 
 def test_a_remote_call_goes_under_its_servers_budget_with_the_remote_name():

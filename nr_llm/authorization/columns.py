@@ -21,6 +21,11 @@ REASONS = {
     "attempts_exhausted": "repeated authorizations did not satisfy the server",
     "issuer_not_configured": "its pre-registered client names no authorization server (issuer)",
 }
+WITHOUT_PERSON: dict[str, str] = {
+    OAuthGrantType.CLIENT_CREDENTIALS: "client credentials",
+    OAuthGrantType.WORKLOAD: "workload identity",
+    OAuthGrantType.ENTERPRISE: "enterprise-managed, per user",
+}
 # Fixed by editing the server, not by a Connect.
 CONFIGURATION = frozenset({"issuer_not_configured"})
 NO_ISSUER = "needs configuration: enter the authorization server (issuer) of its pre-registered client"
@@ -44,13 +49,15 @@ def state(server: McpServer, record: OAuthGrantRecord | None, now: datetime) -> 
         reason = record.attention_reason
         scopes = f" (scopes: {record.attention_scopes})" if record.attention_scopes else ""
         return AuthorizationState(f"needs reconnect: {REASONS.get(reason, reason)}{scopes}", True)
+    # How a grant obtained with no person is named (client credentials, workload identity...).
+    obtained = WITHOUT_PERSON.get(server.oauth_grant_type, "client credentials")
     if record is None or not record.has_tokens:
         # Never connected (or disconnected): nothing to reconnect yet, whatever a call found.
         if code_grant:
             return AuthorizationState(REASONS["not_authorized"], True)
-        return AuthorizationState("client credentials, no token yet", False)
+        return AuthorizationState(f"{obtained}, no token yet", False)
     if not code_grant:
-        return AuthorizationState("client credentials OK", False)
+        return AuthorizationState(f"{obtained} OK", False)
     if record.expires_at is None:
         return AuthorizationState("connected", False)
     until = f"{record.expires_at:%Y-%m-%d %H:%M} UTC"

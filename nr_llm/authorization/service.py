@@ -39,12 +39,14 @@ from ..mcp.oauth import (
     PendingAuthorization as Pending,
 )
 from ..mcp.oauth.grants import revoke
+from ..mcp.oauth.identity import GrantType
 from ..mcp.oauth.scopes import union
 from ..mcp.wire.deadline import MonotonicClock, OperationDeadline
 from ..mcp.wire.errors import McpTransportError
 from ..mcp.wire.text import clean
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
 from ..servers import credentials
+from . import identity_tokens
 from .models import GrantFields, OAuthGrantRecord, PendingAuthorization, UserGrantRecord
 from .store import DatabaseGrantStore
 
@@ -90,13 +92,27 @@ def _public_url(path: str) -> str:
     return base + path
 
 
-def client_config(server: McpServer, *, with_redirect: bool = True) -> ClientConfig:
-    """The operator's choices for ``server``, secrets decrypted for this one operation."""
+#: The protocol client's name for each grant an operator can choose.
+_GRANTS: dict[str, GrantType] = {
+    OAuthGrantType.AUTHORIZATION_CODE: "authorization_code",
+    OAuthGrantType.CLIENT_CREDENTIALS: "client_credentials",
+    OAuthGrantType.ENTERPRISE: "enterprise",
+    OAuthGrantType.WORKLOAD: "workload",
+}
+
+
+def client_config(
+    server: McpServer, *, with_redirect: bool = True, user_id: int | None = None
+) -> ClientConfig:
+    """The operator's choices for ``server``, secrets decrypted for this one operation;
+    ``user_id``: the user an enterprise-managed grant acts for (their ID token, from the hook)."""
     preregistered = server.oauth_registration == OAuthRegistration.PREREGISTERED
     metadata = server.oauth_registration == OAuthRegistration.METADATA_DOCUMENT
     authorization_code = server.oauth_grant_type == OAuthGrantType.AUTHORIZATION_CODE
+    enterprise = server.oauth_grant_type == OAuthGrantType.ENTERPRISE
+    workload = server.oauth_grant_type == OAuthGrantType.WORKLOAD
     return ClientConfig(
-        grant="authorization_code" if authorization_code else "client_credentials",
+        grant=_GRANTS.get(server.oauth_grant_type, "client_credentials"),
         redirect_uri=(user_redirect_uri() if server.per_user else redirect_uri())
         if with_redirect and authorization_code
         else None,
@@ -109,13 +125,21 @@ def client_config(server: McpServer, *, with_redirect: bool = True) -> ClientCon
         client_name=f"nr-llm ({server.identifier})",
         scopes=tuple(server.oauth_scopes.split()) or None,
         dpop=server.oauth_dpop,
+        idp_token_endpoint=server.oauth_idp_token_endpoint or None if enterprise else None,
+        idp_client_id=server.oauth_idp_client_id or None if enterprise else None,
+        idp_client_secret=_decrypted(server.oauth_idp_client_secret_ciphertext) if enterprise else None,
+        identity_token=identity_tokens.token_source(server, user_id) if enterprise else None,
+        assertion_file=server.oauth_assertion_file or None if workload else None,
+        assertion_env=server.oauth_assertion_env or None if workload else None,
     )
 
 
 def oauth_settings(server: McpServer, user_id: int | None = None) -> OAuthSettings:
     """What an MCP operation against ``server`` needs to get and renew its token: the shared
     grant, or with ``user_id`` (a per-user server) that user's own."""
-    return OAuthSettings(config=client_config(server, with_redirect=False), store=DatabaseGrantStore(user_id))
+    return OAuthSettings(
+        config=client_config(server, with_redirect=False, user_id=user_id), store=DatabaseGrantStore(user_id)
+    )
 
 
 def _scopes_to_keep(record: GrantFields | None) -> tuple[str, ...]:

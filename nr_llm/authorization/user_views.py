@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from ..models import McpServer, OAuthMode, UserGrantRecord
+from ..models import McpServer, OAuthGrantType, OAuthMode, UserGrantRecord
 from . import service
 from .actors import actor_id
 from .columns import REASONS
@@ -84,9 +84,12 @@ def disconnect(request: HttpRequest, identifier: str) -> HttpResponse:
 @require_GET
 def connected_accounts(request: HttpRequest) -> HttpResponse:
     """Every enabled per-user server, and whether this user has connected it. Never a token."""
-    servers = McpServer.objects.filter(
-        enabled=True, auth_placement="oauth", oauth_mode=OAuthMode.PER_USER
-    ).order_by("name")
+    servers = (
+        McpServer.objects.filter(enabled=True, auth_placement="oauth", oauth_mode=OAuthMode.PER_USER)
+        # Enterprise-managed servers act through the user's sign-in: there is nothing to connect.
+        .exclude(oauth_grant_type=OAuthGrantType.ENTERPRISE)
+        .order_by("name")
+    )
     grants = {
         record.server_id: record
         for record in UserGrantRecord.objects.filter(user_id=_user_id(request)).only(

@@ -67,7 +67,8 @@ def connect(admin: McpServerAdmin, request: HttpRequest, object_id: str) -> Http
     except _NotPost:
         return HttpResponseNotAllowed(["POST"])
     try:
-        if server.oauth_grant_type == OAuthGrantType.CLIENT_CREDENTIALS:
+        # Grants the client obtains itself (a workload's JWT too): fetched now, no browser.
+        if server.oauth_grant_type in (OAuthGrantType.CLIENT_CREDENTIALS, OAuthGrantType.WORKLOAD):
             done = service.connect_client_credentials(server)
             admin.message_user(request, connected_message(done), messages.SUCCESS)
             return _change_page(server)

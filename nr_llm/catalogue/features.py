@@ -27,7 +27,8 @@ from ..mcp.protocol.client import Features
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import clean
 from ..models import DEFINITION_CHANGED, FeatureKind, McpFeature, McpServer, feature_definition
-from ..servers.endpoints import endpoint_for, mcp_client
+from ..servers.endpoints import mcp_client
+from . import identity
 from .pins import fingerprint
 
 MAX_FEATURES = 1_000
@@ -77,7 +78,10 @@ def key_digest(key: str) -> str:
 
 def import_features(server: McpServer, client: FeaturesClient | None = None) -> FeatureReport:
     """Walk and reconcile ``server``'s resources, templates and prompts."""
-    endpoint = endpoint_for(server)
+    try:
+        endpoint = identity.import_identity(server).endpoint
+    except identity.NoImportGrant as exc:
+        return FeatureReport(refused=str(exc))
     try:
         listed = (client or mcp_client()).list_features(endpoint)
     except McpTransportError as exc:

@@ -38,8 +38,8 @@ from ..mcp.protocol.schema_v1 import first_rule
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import clean
 from ..models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
-from ..servers.endpoints import endpoint_for, mcp_client
-from . import features
+from ..servers.endpoints import mcp_client
+from . import features, identity
 from .pins import fingerprint
 
 MAX_TOOLS = 500
@@ -227,7 +227,11 @@ def import_catalogue(
         def on_page(pages: int, count: int) -> None:
             progress(ImportProgress(server.identifier, "page", count, pages))
 
-    endpoint = endpoint_for(server)
+    try:
+        chosen = identity.import_identity(server)
+    except identity.NoImportGrant as exc:
+        return _refuse(server, str(exc))
+    endpoint = chosen.endpoint
     try:
         if client is None:
             advertised = mcp_client().list_tools(endpoint, on_page=on_page, fresh=fresh)
@@ -235,7 +239,7 @@ def import_catalogue(
             # A given client (a site's test double) is asked as CatalogueClient says: no cache.
             advertised = client.list_tools(endpoint, on_page=on_page)
     except McpTransportError as exc:
-        authorization.observe(server, exc)
+        authorization.observe(server, exc, chosen.user_id)
         # The client's message already tells a spent budget apart from a server that
         # failed; say where this installation sets the number, since only it can raise it.
         reason = redact(str(exc), endpoint.credential)

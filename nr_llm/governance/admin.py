@@ -30,7 +30,7 @@ from .. import admin_columns
 from ..models import McpServer, McpTool
 from ..servers.credentials import CredentialUnavailable
 from ..tools import resume
-from . import columns, decisions, filters, ledger, paging, summary, visible
+from . import columns, dbclock, decisions, filters, ledger, paging, summary, visible
 from .ceiling import label
 from .models import PENDING, ToolCall, ToolCallApproval, ToolCallStatus
 
@@ -78,6 +78,7 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
                     "tool_column",
                     "actor_column",
                     "status_column",
+                    "progress_column",
                     "era",
                     "duration_ms",
                     "data_class_column",
@@ -284,6 +285,10 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
     def status_column(self, obj: ToolCall) -> SafeString:
         return columns.status(obj, timezone.now())
 
+    @admin.display(description="progress")
+    def progress_column(self, obj: ToolCall) -> str:
+        return columns.progress(obj)
+
     @admin.display(description="actor")
     def actor_column(self, obj: ToolCall) -> str:
         if not obj.actor_label:
@@ -447,7 +452,7 @@ WAITING_COUNTED = 1000
 def waiting_count() -> int:
     """Calls awaiting a decision or their run, not yet expired (the pending index), counted to
     ``WAITING_COUNTED`` at most."""
-    waiting = ToolCall.objects.filter(status__in=PENDING, expires_at__gt=timezone.now()).order_by()
+    waiting = ToolCall.objects.filter(status__in=PENDING, expires_at__gt=Now()).order_by()
     return waiting[:WAITING_COUNTED].count()
 
 
@@ -486,14 +491,15 @@ ToolCallApproval._meta.verbose_name_plural = lazy(_approvals_label, str)()
 
 def _summary() -> list[summary.ServerSummary]:
     servers = list(McpServer.objects.order_by("identifier").values_list("identifier", flat=True))
-    return summary.summarise(timezone.now(), [*servers, ""])
+    # The database's clock: a waiting call is counted as its expiry is judged (decisions).
+    return summary.summarise(dbclock.database_now(), [*servers, ""])
 
 
 def _expire_due() -> None:
     """Pending calls past their time are shown (and filtered) as expired, not as waiting."""
     # Most pages find none due: one read on the pending index, instead of the ledger's own
     # transaction (a thread and a connection) for an UPDATE of nothing.
-    if not ToolCall.objects.filter(status__in=PENDING, expires_at__lte=timezone.now()).exists():
+    if not ToolCall.objects.filter(status__in=PENDING, expires_at__lte=Now()).exists():
         return
     try:
         decisions.expire_due()

@@ -39,7 +39,9 @@ def when(call: ToolCall, now: datetime) -> SafeString:
 def tool(call: ToolCall) -> SafeString:
     """The local tool name; beneath, the server and the remote name (a local tool has neither)."""
     if not call.server_identifier:
-        return format_html('{}<div class="nr-llm-detail">local tool</div>', call.tool_name)
+        # A name no tool has is not a local tool: say which it was.
+        kind = "unknown tool" if call.error_kind == "unknown_tool" else "local tool"
+        return format_html('{}<div class="nr-llm-detail">{}</div>', call.tool_name, kind)
     return format_html(
         '{}<div class="nr-llm-detail">{} · {}</div>', call.tool_name, call.server_identifier, call.remote_name
     )
@@ -80,3 +82,17 @@ def _expires(moment: datetime, now: datetime) -> str:
     if moment <= now:
         return f"expired {timesince(moment, now, depth=1)} ago"
     return f"expires in {timeuntil(moment, now, depth=1)}"
+
+
+def progress(call: ToolCall) -> str:
+    """The latest progress its server reported (a call on a worker), or why there is none."""
+    if call.progress is None:
+        return "none reported" if call.on_worker else "not kept (the call did not run on a worker)"
+    of = f" of {call.progress_total:g}" if call.progress_total is not None else ""
+    share = (
+        f" ({call.progress / call.progress_total:.0%})"
+        if call.progress_total and 0 <= call.progress <= call.progress_total
+        else ""
+    )
+    said = f" · {call.progress_message}" if call.progress_message else ""
+    return f"{call.progress:g}{of}{share}{said}"

@@ -1,9 +1,9 @@
-"""The database server's clock, against a worker's clock that jumps forward.
+"""The database server's clock, against a worker's clock that is off or jumps forward.
 
 Retention and the reaper act on age: a worker whose clock jumped a year ahead would find
-every row a year older than it is and delete or reap it. Both count from the earlier of the
-worker's clock and the database server's (another machine, as a rule; on SQLite, this
-host's). A clock jumped back only makes them do less.
+every row a year older than it is and delete or reap it. Retention counts from the earlier of
+the worker's clock and the database server's (another machine, as a rule; on SQLite, this
+host's); the reaper and approval expiry (``decisions.approval_now``) from the database's alone.
 """
 
 from __future__ import annotations

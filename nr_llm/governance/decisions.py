@@ -14,6 +14,10 @@ condition alone lets exactly one of them move the row. The claim is that UPDATE 
 any read, so racing resumes queue for SQLite's lock instead of being refused (``claim``); a
 write SQLite refuses at once is tried again (``ledger.write``). A decision binds the digest of the
 arguments the approver was shown; ``resume`` runs only a call whose arguments still have it.
+
+Expiry is judged on the database server's clock, both sides: ``expires_at`` is counted from it
+and compared with it (``approval_now``), so a worker or an admin host whose clock is minutes off
+neither expires a call early nor runs one late. A clock a test injects stands for both sides.
 """
 
 from __future__ import annotations
@@ -23,18 +27,25 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
+from django.dispatch import Signal
 from django.utils import timezone
 
 from ..conf import conf
 from ..mcp.wire.text import clean
-from . import ledger
+from . import dbclock, ledger
 from .ledger import LedgerUnavailable, WallClock
 from .models import PENDING, ToolCall, ToolCallStatus
 
 APPROVE_PERMISSION = "nr_llm.approve_toolcall"
 NOTE_CHARS = 2000
+
+#: Sent (``call_id=``) once the caller's transaction commits an approval of a call enqueued for a
+#: worker (``tools.enqueue``): the tool side enqueues its task (connected in ``apps.ready``), so
+#: a worker runs it with no ``resume()``.
+worker_call_approved = Signal()
 
 
 class DecisionRefused(Exception):
@@ -58,6 +69,25 @@ class Claim:
     claimed: bool
 
 
+def approval_now(clock: WallClock | None) -> datetime | Now:
+    """The moment expiry is judged at: an injected clock's (a test's) for both sides; for the
+    process's own clock (None, ``timezone.now``), the database's ``Now()``, inside the statement."""
+    return Now() if clock is None or clock is timezone.now else clock()
+
+
+def approval_moment(clock: WallClock | None) -> datetime:
+    """``approval_now`` as a value (one read of the database's clock when it is the database's)."""
+    now = approval_now(clock)
+    if isinstance(now, datetime):
+        return now
+    try:
+        return dbclock.database_now()
+    except DatabaseError as exc:
+        raise LedgerUnavailable(
+            f"the database's clock could not be read ({type(exc).__name__})", detail=clean(str(exc), 500)
+        ) from exc
+
+
 def parse_call_id(value: object) -> uuid.UUID:
     """A call id from a URL, a command line or a caller; ``DecisionRefused`` when it is none."""
     if isinstance(value, uuid.UUID):
@@ -77,16 +107,16 @@ def approve(
     what is approved is exactly what was read. Self-approval is recorded as such, and refused
     when ``NR_LLM_APPROVAL_SECOND_APPROVER`` is on.
     """
-    return _decide(call_id, user, note, ToolCallStatus.APPROVED, digest, clock or timezone.now)
+    return _decide(call_id, user, note, ToolCallStatus.APPROVED, digest, clock)
 
 
 def deny(call_id: object, user: Any, note: str = "", *, clock: WallClock | None = None) -> Decision:
     """Deny an awaiting call, or withdraw an approval the call has not yet run on."""
-    return _decide(call_id, user, note, ToolCallStatus.DENIED, None, clock or timezone.now)
+    return _decide(call_id, user, note, ToolCallStatus.DENIED, None, clock)
 
 
 def _decide(
-    call_id: object, user: Any, note: str, verdict: str, digest: str | None, clock: WallClock
+    call_id: object, user: Any, note: str, verdict: str, digest: str | None, clock: WallClock | None
 ) -> Decision:
     pk = parse_call_id(call_id)
     verb, done = ("approve", "approved") if verdict == ToolCallStatus.APPROVED else ("deny", "denied")
@@ -96,13 +126,14 @@ def _decide(
             f"{who} may not {verb} tool calls: that needs the permission “Can approve or deny tool calls” "
             f"({APPROVE_PERMISSION})."
         )
-    now = clock()
+    on_worker: list[bool] = []
     approver = {"approver_id": user.pk, "approver_label": clean(user.get_username(), ledger.LABEL_CHARS)}
 
     def move() -> Decision | str:
         call = ToolCall.objects.select_for_update().filter(pk=pk).first()
         if call is None:
             return f"There is no tool call {pk}."
+        now = approval_moment(clock)  # read with the row locked: the decision's own moment
         if _expire_if_due(call, now):
             expired = _moment(call.expires_at)
             return f"Tool call {pk} expired at {expired} without being run; nothing was {done}."
@@ -115,6 +146,7 @@ def _decide(
                 "nothing was approved."
             )
         own = _is_own(call, user)
+        on_worker[:] = [call.on_worker]
         if own and verdict == ToolCallStatus.APPROVED and conf.APPROVAL_SECOND_APPROVER:
             return (
                 f"Tool call {pk} was made by {call.actor_label}: another person must approve it "
@@ -145,12 +177,14 @@ def _decide(
         raise DecisionRefused(f"The decision on tool call {pk} could not be recorded: {exc}.") from exc
     if isinstance(outcome, str):
         raise DecisionRefused(outcome)
+    if verdict == ToolCallStatus.APPROVED and on_worker == [True]:
+        transaction.on_commit(lambda: worker_call_approved.send(sender=ToolCall, call_id=pk))
     return outcome
 
 
-def claim(call_id: uuid.UUID, clock: WallClock) -> Claim | None:
+def claim(call_id: uuid.UUID, clock: WallClock | None) -> Claim | None:
     """Move an approved call to running, for one caller only; None when there is no such call."""
-    now = clock()
+    now = approval_now(clock)
 
     def move() -> Claim | None:
         # One conditional UPDATE, before any read: PostgreSQL serialises racing claims on the
@@ -165,8 +199,8 @@ def claim(call_id: uuid.UUID, clock: WallClock) -> Claim | None:
         call = ToolCall.objects.filter(pk=call_id).first()
         if call is None:
             return None
-        if not claimed:
-            _expire_if_due(call, now)
+        if not claimed and call.status in PENDING:
+            _expire_if_due(call, approval_moment(clock))
         return Claim(call, bool(claimed))
 
     # The conditional UPDATE decides alone: it needs no transaction around the read after it.
@@ -175,13 +209,13 @@ def claim(call_id: uuid.UUID, clock: WallClock) -> Claim | None:
 
 def expire_due(clock: WallClock | None = None) -> int:
     """Expire every pending call past its time (the admin runs it before listing calls)."""
-    now = (clock or timezone.now)()
+    now = approval_now(clock)
     return ledger.write(
         lambda: ToolCall.objects.filter(status__in=PENDING, expires_at__lte=now).update(**_expired(now))
     )
 
 
-def _expired(now: datetime) -> dict[str, Any]:
+def _expired(now: datetime | Now) -> dict[str, Any]:
     """What expiry writes, for many rows at once and for one."""
     return {"status": ToolCallStatus.EXPIRED, "error_kind": "expired", "finished_at": now}
 

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError, connection
 from django.db.models import Field
@@ -112,6 +112,8 @@ class NewCall:
     actor: dict[str, Any]
     tool: McpTool | None = field(default=None, repr=False)
     data_class_ceiling: str = ""
+    #: Run by a worker of the site's task backend (``tools.enqueue``), not by its caller.
+    on_worker: bool = False
 
     @property
     def digest(self) -> str:
@@ -246,6 +248,7 @@ def _new_row(
         # Written as the database's clock (``_insert``): the reaper judges a running row's age on it.
         started_at=None,
         finished_at=now if finished else None,
+        on_worker=call.on_worker,
         **call.actor,
     )
 
@@ -260,13 +263,6 @@ def may_have_run(call: ToolCall) -> bool:
     return call.error_kind.startswith(MAY_HAVE_RUN)
 
 
-class Rider(Protocol):
-    """Bookkeeping that rides in an outcome's write (a server's health stamp,
-    ``servers.health.Stamp``), run when called, reporting and swallowing its own failure."""
-
-    def __call__(self) -> None: ...
-
-
 def finish(
     call_id: uuid.UUID,
     *,
@@ -277,14 +273,15 @@ def finish(
     result_text: str,
     now: datetime,
     structured: dict[str, Any] | None = None,
-    also: Sequence[Rider] = (),
+    also: Sequence[Callable[[], None]] = (),
 ) -> None:
     """Record the outcome of a running call (one query; a second without the kept answer when
     the database refuses the first). Raises only ``LedgerUnavailable``: the row could not be
     written at all.
 
     ``also``: bookkeeping written after the outcome in the same transaction (on SQLite one commit
-    for both), never at the outcome's cost: each in a savepoint of its own.
+    for both), never at the outcome's cost: each (a server's health stamp, ``servers.health.Stamp``)
+    in a savepoint of its own, swallowing its failure.
     """
     ended = {
         "status": ToolCallStatus.FAILED if is_error else ToolCallStatus.SUCCEEDED,

@@ -25,6 +25,8 @@ class ToolCallStatus(models.TextChoices):
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
+    # Written by ``tools.enqueue``: the row waits for a worker of the site's task backend.
+    QUEUED = "queued", "Queued"
 
 
 #: A decision is still to be made or acted on; past ``expires_at`` the call expires.
@@ -79,6 +81,13 @@ class ToolCall(models.Model):
     decision_note = models.TextField("note", blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Run by a worker of the site's task backend (``tools.enqueue``): its budget is
+    # NR_LLM_QUEUED_OPERATION_TIMEOUT, and an approval enqueues it rather than waiting for resume().
+    on_worker = models.BooleanField("on a worker", default=False)
+    # The latest notifications/progress of a running call (MCP: progress, optional total, message).
+    progress = models.FloatField(null=True, blank=True)
+    progress_total = models.FloatField(null=True, blank=True)
+    progress_message = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["-created"]

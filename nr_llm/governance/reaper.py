@@ -25,7 +25,7 @@ from datetime import timedelta
 from django.db.models import Max, Q
 
 from ..conf import conf
-from . import dbclock, ledger
+from . import dbclock, ledger, queued
 from .models import ToolCall, ToolCallStatus
 
 #: Beyond the budget: a loaded worker, a slow ledger write, clocks a little apart.
@@ -51,13 +51,47 @@ def reap() -> int:
     cutoff = now - timedelta(seconds=longest_budget() + MARGIN_SECONDS)
     overdue = Q(started_at__lt=cutoff) | Q(started_at__isnull=True, created__lt=cutoff)
     answer = ledger.preview(ABANDONED_TEXT)
+    # A worker's row has the queued budget (NR_LLM_QUEUED_OPERATION_TIMEOUT), reaped on its own.
+    never, abandoned = reap_worker_rows(MARGIN_SECONDS)
     # One UPDATE, conditional on the state: a worker that records its outcome first wins, and
     # its own later write (``ledger.finish``, WHERE status = running) cannot undo a reap.
-    return ledger.write(
-        lambda: ToolCall.objects.filter(overdue, status=ToolCallStatus.RUNNING).update(
+    return (
+        never
+        + abandoned
+        + ledger.write(
+            lambda: ToolCall.objects.filter(overdue, status=ToolCallStatus.RUNNING, on_worker=False).update(
+                status=ToolCallStatus.FAILED,
+                error_kind=ABANDONED,
+                finished_at=now,
+                result_preview_ciphertext=answer,
+            )
+        )
+    )
+
+
+def reap_worker_rows(margin_seconds: float) -> tuple[int, int]:
+    """End the worker rows past the queued budget plus ``margin_seconds``: (never claimed, running).
+
+    A queued row no worker took is ended unsent (the conditional UPDATE proves no worker can claim
+    it afterwards); a running one "may have run" (``reaper.ABANDONED``). Judged on the database's
+    clock, as the reaper judges every running row.
+    """
+    now = dbclock.database_now()
+    cutoff = now - timedelta(seconds=conf.QUEUED_OPERATION_TIMEOUT + margin_seconds)
+    never = ledger.write(
+        lambda: ToolCall.objects.filter(
+            status=ToolCallStatus.QUEUED, on_worker=True, created__lt=cutoff
+        ).update(**queued.not_run(now))
+    )
+    answer = ledger.preview(ABANDONED_TEXT)
+    abandoned = ledger.write(
+        lambda: ToolCall.objects.filter(
+            status=ToolCallStatus.RUNNING, on_worker=True, started_at__lt=cutoff
+        ).update(
             status=ToolCallStatus.FAILED,
             error_kind=ABANDONED,
             finished_at=now,
             result_preview_ciphertext=answer,
         )
     )
+    return never, abandoned

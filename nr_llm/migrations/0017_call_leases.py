@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("nr_llm", "0014_mysql_case_sensitive_names"),
+        ("nr_llm", "0016_grant_configuration"),
     ]
 
     operations = [

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..providers import PROVIDERS, Provider
 from ..tools import threads
 from .getting import Prompt, PromptArgument, PromptClient, PromptResult, available, complete, get
-from .shapes import PROVIDERS, Provider, messages_for
+from .shapes import messages_for
 
 
 async def aavailable(data_class_ceiling: str | None = None) -> list[Prompt]:

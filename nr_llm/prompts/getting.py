@@ -14,10 +14,11 @@ from ..mcp.protocol.features import Completion, PromptOutcome
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import NAME_LIMIT, clean
 from ..models import FeatureKind, McpFeature
+from ..providers import PROVIDERS, Provider
 from ..resources import record
 from ..resources.reading import offered
 from ..servers.endpoints import endpoint_for, mcp_client
-from .shapes import PROVIDERS, Provider, messages_for
+from .shapes import messages_for
 
 PromptStatus = Literal["succeeded", "failed", "refused"]
 

@@ -17,14 +17,13 @@ it, never dropped silently:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from ..mcp.protocol.content import data_url
 from ..mcp.protocol.features import PromptMessage
 from ..mcp.protocol.results import Block
+from ..providers import PROVIDERS, Provider
 
-Provider = Literal["openai", "openai-responses", "anthropic"]
-PROVIDERS: tuple[str, ...] = ("openai", "openai-responses", "anthropic")
 _ANTHROPIC_IMAGES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _OPENAI_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 

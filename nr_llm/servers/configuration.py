@@ -243,8 +243,8 @@ def _save(spec: ServerSpec, dry_run: bool) -> tuple[McpServer, ServerReport]:
     notes = _notes(spec)
     if existing is None and form.instance.requires_approval:
         notes += (
-            "each tool call waits for an operator's approval (a new server's default; "
-            "set requires_approval to false to run calls at once)",
+            "each tool call waits for someone's approval (a new server's default; "
+            "--no-requires-approval, or requires_approval = false in a file, runs calls at once)",
         )
     if not dry_run and action != "unchanged":
         instance = form.save(commit=False)
@@ -258,7 +258,7 @@ def _save(spec: ServerSpec, dry_run: bool) -> tuple[McpServer, ServerReport]:
         action,
         changed + tuple(name.removeprefix("new_") for name in secrets),
         dry_run,
-        holds=tuple(hold.why for hold in readiness.holds(form.instance.enabled, form.instance.data_class)),
+        holds=tuple(hold.said for hold in readiness.holds(form.instance.enabled, form.instance.data_class)),
         notes=notes,
     )
     return form.instance, report
@@ -345,7 +345,10 @@ def _enable(
         elif fresh.orphaned:
             refused.append(f"{name}: orphaned, gone from its server's catalogue")
         else:
-            refused.append(f"{name}: its definition changed; an operator reviews it on the tool's page")
+            refused.append(
+                f"{name}: its definition changed since it was enabled; it stays disabled until someone "
+                "reviews the change (the tool's page in the admin) and enables it there"
+            )
     return tuple(enabled), tuple(refused)
 
 

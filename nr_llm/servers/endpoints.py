@@ -50,9 +50,16 @@ def _captures_content(server: McpServer) -> bool:
     return bool(allowed) and ceilings.allows(allowed, server.data_class)
 
 
+#: A stand-in for the client, set by ``tools.using_client`` (a site's tests): process-wide, not
+#: per context, so the calls a turn runs on the pool's threads reach it too.
+_stand_in: list[object] = []
+
+
 def mcp_client() -> McpClient:
     """A client wired to this installation: private-network policy, trust, health recording and
-    the caches processes share (``NR_LLM_CACHE``)."""
+    the caches processes share (``NR_LLM_CACHE``); inside ``tools.using_client(fake)``, the fake."""
+    if _stand_in:
+        return cast(McpClient, _stand_in[-1])
     shared = shared_caches()
     return McpClient(
         connection=conf.MCP_CONNECTION,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator, URLValidator
 from django.db import models
@@ -34,6 +35,14 @@ header_name_validator = RegexValidator(
 )
 env_name_validator = RegexValidator(
     credentials.ENV_NAME_RE.pattern, "Enter an environment variable name, e.g. MCP_DEMO_TOKEN."
+)
+
+
+#: What to do with a server this app cannot reach: it speaks MCP over Streamable HTTP only.
+STDIO_HINT = (
+    "nr-llm reaches MCP servers over Streamable HTTP (an http:// or https:// URL, often ending in "
+    "/mcp). A server run as a command (stdio: npx ..., uvx ..., python ...) has no URL: expose it "
+    "over Streamable HTTP through a bridge (an MCP proxy that runs the command and serves it over HTTP)."
 )
 
 
@@ -113,6 +122,47 @@ class McpServer(models.Model):
         blank=True,
         help_text="Space-separated. Empty: what the server's challenge or metadata asks for.",
     )
+    # Enterprise-managed authorization (SEP-990): the identity provider that exchanges the
+    # user's ID token (from the NR_LLM_OAUTH_IDENTITY_TOKEN hook) for an ID-JAG.
+    oauth_idp_token_endpoint = models.CharField(
+        "identity provider token endpoint",
+        max_length=500,
+        blank=True,
+        validators=[URLValidator(schemes=["http", "https"], message="Enter an http:// or https:// URL.")],
+        help_text="Enterprise-managed only: where the user's ID token is exchanged for an ID-JAG (RFC 8693).",
+    )
+    oauth_idp_client_id = models.CharField(
+        "client id at the identity provider",
+        max_length=500,
+        blank=True,
+        help_text="Enterprise-managed only: this site's client at the identity provider.",
+    )
+    oauth_idp_client_secret_ciphertext = models.TextField(blank=True, editable=False)
+    # Workload identity federation (SEP-1933): where the platform mounts the workload's JWT.
+    oauth_assertion_file = models.CharField(
+        "workload token file",
+        max_length=500,
+        blank=True,
+        help_text="Workload identity only: the file the platform mounts the JWT in (read afresh each time).",
+    )
+    oauth_assertion_env = models.CharField(
+        "workload token environment variable",
+        max_length=128,
+        blank=True,
+        validators=[env_name_validator],
+        help_text="Workload identity only: the environment variable holding the JWT, instead of a file.",
+    )
+    # A per-user server has no shared grant: the catalogue is imported as one named user.
+    catalogue_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name="imports act as",
+        help_text="Per user only: the user whose own grant imports the catalogue (usually the "
+        "operator, once connected).",
+    )
     data_class = models.CharField(
         max_length=32,
         choices=DataClass.choices,
@@ -182,6 +232,11 @@ class McpServer(models.Model):
 
     def clean(self) -> None:
         super().clean()
+        url = self.url.strip()
+        if url and (urlsplit(url).scheme.lower() == "stdio" or "://" not in url):
+            # A newcomer pastes a stdio server's command (npx ..., uvx ..., stdio://...): say
+            # what this app can reach instead of only that the URL is not one.
+            raise ValidationError({"url": STDIO_HINT})
         if self.auth_placement == AuthPlacement.HEADER and not self.auth_header_name:
             raise ValidationError({"auth_header_name": "Name the header that carries the credential."})
         if self.auth_placement == AuthPlacement.OAUTH:
@@ -211,10 +266,15 @@ class McpServer(models.Model):
                 {"oauth_registration": "A client ID metadata document is for the authorization code grant."}
             )
         code_grant = self.oauth_grant_type == OAuthGrantType.AUTHORIZATION_CODE
-        if self.oauth_mode == OAuthMode.PER_USER and not code_grant:
+        enterprise = self.oauth_grant_type == OAuthGrantType.ENTERPRISE
+        if self.oauth_mode == OAuthMode.PER_USER and not (code_grant or enterprise):
             raise ValidationError(
-                {"oauth_mode": "Each user connects their own account: that needs the authorization code."}
+                {
+                    "oauth_mode": "Each user acts as themselves: that needs the authorization code or "
+                    "enterprise-managed authorization."
+                }
             )
+        self._clean_federation()
         if (
             self.oauth_grant_type == OAuthGrantType.CLIENT_CREDENTIALS
             and self.oauth_registration == OAuthRegistration.PREREGISTERED
@@ -222,6 +282,29 @@ class McpServer(models.Model):
         ):
             raise ValidationError(
                 {"oauth_client_id": "Client credentials need the client's secret or private key."}
+            )
+
+    def _clean_federation(self) -> None:
+        if self.oauth_grant_type == OAuthGrantType.ENTERPRISE:
+            if self.oauth_mode != OAuthMode.PER_USER:
+                raise ValidationError(
+                    {"oauth_mode": "Enterprise-managed authorization acts as each user: choose per user."}
+                )
+            if not self.oauth_idp_token_endpoint or not self.oauth_idp_client_id:
+                raise ValidationError(
+                    {
+                        "oauth_idp_token_endpoint": "Enterprise-managed authorization needs the identity "
+                        "provider's token endpoint and this site's client id there."
+                    }
+                )
+        if self.oauth_grant_type == OAuthGrantType.WORKLOAD and (
+            bool(self.oauth_assertion_file) == bool(self.oauth_assertion_env)
+        ):
+            raise ValidationError(
+                {
+                    "oauth_assertion_file": "Workload identity needs exactly one of the token file and "
+                    "the environment variable."
+                }
             )
 
     @property

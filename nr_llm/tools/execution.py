@@ -44,6 +44,7 @@ from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
 from ..mcp import CallOutcome, Endpoint, McpTransportError
 from ..mcp.protocol import content, resend
+from ..mcp.protocol.progress import ProgressListener
 from ..mcp.wire.redaction import redact
 from ..mcp.wire.text import clean, encodable
 from ..models import DEFINITION_CHANGED, McpTool
@@ -58,9 +59,6 @@ from .results import ToolResult, ToolStatus
 from .threads import refuse_in_event_loop
 
 logger = logging.getLogger("nr_llm.tools")
-
-#: Kept for callers that import it from here (``told.MAY_HAVE_RUN``).
-MAY_HAVE_RUN = told.MAY_HAVE_RUN
 
 State = Literal["prepared", "refused", "held", "recorded", "sent", "finished"]
 
@@ -127,7 +125,9 @@ def execute(
     ``actor``: ``request.user`` or a label of the caller's choosing, kept in the ledger.
     ``data_class_ceiling``: the most sensitive data class the caller's model may see (None:
     ``NR_LLM_DATA_CLASS_CEILING``); a tool above it is refused, not run.
-    ``tool_call_id``: the model's id of this call, for the trace (docs/telemetry.md).
+    ``tool_call_id``: the provider's id of this call (``tool_calls[i].id``, ``call_id``,
+    ``tool_use.id``): the result carries it for ``tool_messages``, the trace as
+    ``gen_ai.tool.call.id``. Not the ledger row's id, which is ``result.call_id``.
     ``responder``: answers a server that asks for input during the call (elicitation); without
     one nothing is declared, and a server that needs input ends the call ``needs_input``.
     Called from a running event loop it raises ``SynchronousOnlyOperation``: await ``aexecute``.
@@ -138,9 +138,10 @@ def execute(
     try:
         # Inside the boundary: even a name that cannot be turned into text is an error result.
         trace.name = clean(name, ledger.NAME_CHARS)
-        return _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, responder)
+        result = _execute(trace, name, arguments, client, actor, data_class_ceiling, wall, responder)
     except Exception as exc:
-        return _unexpected(trace, exc, wall)
+        result = _unexpected(trace, exc, wall)
+    return _answering(result, tool_call_id)
 
 
 @telemetry.traced("resume")
@@ -154,13 +155,44 @@ def resume(
     """Run an approved call once; any other state comes back as its result (never an exception).
 
     A second resume of a call that ran returns its recorded outcome; one of a denied or
-    expired call says so, and nothing runs. ``tool_call_id`` as for ``execute``.
+    expired call says so, and nothing runs. ``call_id``: the ledger row's id (``result.call_id``
+    of the held call); ``tool_call_id``: the provider's id, as for ``execute``.
     """
     refuse_in_event_loop("resume", "aresume")
     trace = _Trace("")
     wall = clock or timezone.now
     try:
-        return _resume(trace, call_id, client, wall)
+        result = _resume(trace, call_id, client, wall)
+    except Exception as exc:
+        result = _unexpected(trace, exc, wall)
+    return _answering(result, tool_call_id)
+
+
+def _answering(result: ToolResult, tool_call_id: str | None) -> ToolResult:
+    """The result carrying the provider's id of the call it answers (``tool_messages`` reads it)."""
+    if tool_call_id is None:
+        return result
+    # Verbatim: the provider matches the answer to its call by this exact id.
+    return dataclasses.replace(result, tool_call_id=str(tool_call_id))
+
+
+@telemetry.traced("execute")
+def prepare_queued(
+    name: str,
+    arguments: dict[str, Any] | None = None,
+    *,
+    actor: object = None,
+    data_class_ceiling: str | None = None,
+    clock: WallClock | None = None,
+    tool_call_id: str | None = None,
+) -> ToolResult:
+    """``execute`` up to its row, written ``queued`` for a worker (``tools.enqueue``): the same
+    checks, refusals and holds, and nothing sent. ``tool_call_id`` as for ``execute``."""
+    trace = _Trace("")
+    wall = clock or timezone.now
+    try:
+        trace.name = clean(name, ledger.NAME_CHARS)
+        return _execute(trace, name, arguments, None, actor, data_class_ceiling, wall, on_worker=True)
     except Exception as exc:
         return _unexpected(trace, exc, wall)
 
@@ -174,15 +206,21 @@ def _execute(
     data_class_ceiling: str | None,
     wall: WallClock,
     responder: elicit.Responder | None = None,
+    on_worker: bool = False,
 ) -> ToolResult:
     if arguments is None:
         arguments = {}
     canonical, problem = _canonical(arguments)
-    call = trace.call = NewCall(trace.name, canonical, ledger.actor_fields(actor))
+    call = trace.call = NewCall(trace.name, canonical, ledger.actor_fields(actor), on_worker=on_worker)
     if not isinstance(name, str):
         # A model's malformed call (a list or object as the name) is not a lookup key.
         return _refused(trace, call, "unknown_tool", f"unknown tool {clean(name)!r}", wall)
     if problem:
+        # A known tool's refused call is recorded under its server, as any other call of it.
+        row = None if local_tool(name) is not None else _catalogue_row(name)
+        if row is not None:
+            trace.server, trace.origin = row.server.identifier, _origin(row)
+            call = trace.call = dataclasses.replace(call, tool=row)
         return _refused(trace, call, "invalid_arguments", f"arguments for {clean(name)!r} {problem}", wall)
     assert isinstance(arguments, dict)
     try:
@@ -193,6 +231,8 @@ def _execute(
         )
     call = trace.call = dataclasses.replace(call, data_class_ceiling=ceiling)
     local = local_tool(name)
+    if local is not None and on_worker:
+        return _queue(trace, call, wall)
     if local is not None:
         given: dict[str, Any] = arguments
         return _run_recorded(trace, call, lambda: _run_local(local, given), wall)
@@ -227,6 +267,8 @@ def _execute(
             return _refused(trace, call, kind, text, wall, result)
     if server.requires_approval:
         return _hold(trace, call, wall)
+    if on_worker:
+        return _queue(trace, call, wall)
     return _run_recorded(
         trace, call, lambda: _run_remote(trace, row, arguments, client, user_id, responder), wall
     )
@@ -235,7 +277,14 @@ def _execute(
 def _needs(access: actors.NeedsAuthorization, row: McpTool) -> tuple[str, str, ToolResult]:
     """(kind, text, result) of a call not sent because its actor has no usable grant."""
     text = access.model_text(row.tool_name)
-    result = ToolResult(text, True, access.server, "needs_authorization", connect_url=access.connect_url)
+    result = ToolResult(
+        text,
+        True,
+        access.server,
+        "needs_authorization",
+        connect_url=access.connect_url,
+        authorization_reason=access.reason,
+    )
     return "needs_authorization", text, result
 
 
@@ -262,8 +311,10 @@ def planned_row(row: McpTool | None) -> Iterator[None]:
 
 def _canonical(arguments: object) -> tuple[str, str]:
     """(canonical JSON, "") or ("", why the arguments cannot be a call's)."""
+    if isinstance(arguments, str | bytes):
+        return "", _not_json(arguments)
     if not isinstance(arguments, dict):
-        return "", "must be a JSON object"
+        return "", f"must be a JSON object, not {_kind(arguments)}"
     try:
         canonical = ledger.canonical_json(arguments)
     except (TypeError, ValueError):
@@ -278,6 +329,40 @@ def _canonical(arguments: object) -> tuple[str, str]:
             f"(\\u{ord(canonical[exc.start]):04x}, half of a character)"
         )
     return canonical, ""
+
+
+def _not_json(text: str | bytes) -> str:
+    """Why a model's arguments text is no call's, in words it can act on: a cut-off answer (it
+    ran out of output tokens) reads differently from a malformed one."""
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        message = getattr(exc, "msg", "not JSON")
+        at = getattr(exc, "pos", 0)
+        whole = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        if message.startswith("Unterminated") or at >= len(whole.rstrip()):
+            return (
+                "were cut off: their JSON text ends before it is complete (the tool was not run). "
+                "Send the whole arguments again as one JSON object."
+            )
+        return (
+            f"are not valid JSON ({clean(message, 80)} at character {at}; the tool was not run). "
+            "Send the arguments as one JSON object."
+        )
+    return f"must be a JSON object, not {_kind(parsed)}"
+
+
+def _kind(value: object) -> str:
+    """A JSON value's kind, as a model reads it."""
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "null" if value is None else "a JSON object"
 
 
 def _refusal(row: McpTool, ceiling: str) -> tuple[str, str] | None:
@@ -327,7 +412,9 @@ def _refused(
 def _hold(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
     trace.state = "held"
     try:
-        call_id = ledger.open_call(call, ToolCallStatus.AWAITING_APPROVAL, wall())
+        # Held from the database's clock, as its expiry is judged (decisions.approval_now).
+        held_at = decisions.approval_moment(wall)
+        call_id = ledger.open_call(call, ToolCallStatus.AWAITING_APPROVAL, held_at)
     except LedgerUnavailable as exc:
         # Fail closed: a call no one can find can never be approved, so it is not run either.
         logger.error(
@@ -340,6 +427,22 @@ def _hold(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
     return ToolResult(
         told.held(trace.origin, trace.name, call_id), False, trace.server, "awaiting_approval", call_id
     )
+
+
+def _queue(trace: _Trace, call: NewCall, wall: WallClock) -> ToolResult:
+    """Write the call's row ``queued`` for a worker (``tools.enqueue``); nothing is sent here."""
+    trace.state = "held"
+    try:
+        # Queued at the database's clock: the worker's claim and the reaper judge its budget there.
+        call_id = ledger.open_call(call, ToolCallStatus.QUEUED, decisions.approval_moment(wall))
+    except LedgerUnavailable as exc:
+        # A row no worker can find would never run: the call is not queued either.
+        _lost(trace, call, exc)
+        telemetry.note_error("not_recorded")
+        where = trace.origin or f"local tool {trace.name!r}"
+        return ToolResult(told.not_recorded(where, trace.name, exc), True, trace.server, "failed")
+    text = f"Tool call {call_id} ({trace.name}) is queued for a worker; its outcome is recorded when it ends."
+    return ToolResult(text, False, trace.server, "queued", call_id)
 
 
 def _run_recorded(trace: _Trace, call: NewCall, run: Callable[[], _Ran], wall: WallClock) -> ToolResult:
@@ -450,6 +553,8 @@ def _run_remote(
     client: ToolCaller | None,
     user_id: int | None,
     responder: elicit.Responder | None = None,
+    on_progress: ProgressListener | None = None,
+    budget: float | None = None,
 ) -> _Ran:
     server = row.server
     origin = _origin(row)
@@ -458,7 +563,7 @@ def _run_remote(
         # The grant went (disconnected, revoked) since the call was asked for: nothing is sent.
         kind, _, result = _needs(access, row)
         return _Ran(result, kind)
-    endpoint = access
+    endpoint = access if budget is None else dataclasses.replace(access, budget_seconds=budget)
     elicitor = elicit.responder_for(responder, server.identifier)
     trace.secret = endpoint.credential
     era = kind = ""
@@ -480,6 +585,8 @@ def _run_remote(
                 if elicitor is not None:
                     # Only when given: a site's test double need not know the parameter.
                     options["responder"] = elicitor
+                if on_progress is not None:
+                    options["on_progress"] = on_progress
                 outcome = caller.call_tool(endpoint, row.remote_name, arguments, **options)
             finally:
                 trace.stamps += stamps
@@ -592,11 +699,54 @@ def _resume(trace: _Trace, call_id: object, client: ToolCaller | None, wall: Wal
     )
     if not claim.claimed:
         return told.as_recorded(call)
+    return _run_claimed(trace, call, client, wall, approved=True)
+
+
+def run_claimed(
+    call: ToolCall,
+    *,
+    approved: bool,
+    client: ToolCaller | None = None,
+    on_progress: ProgressListener | None = None,
+    budget: float | None = None,
+    clock: WallClock | None = None,
+) -> ToolResult:
+    """Run ``call``, a row this worker moved to running (``governance/queued.py``), as ``resume``
+    runs an approved one; its outcome is recorded, and it never raises.
+
+    ``approved``: it was claimed from ``approved`` (its digest must still match); otherwise from
+    ``queued``, and a server that came to require approval since it was queued refuses it.
+    """
+    trace = _Trace(call.tool_name, server=call.server_identifier, call_id=call.id)
+    wall = clock or timezone.now
+    try:
+        return _run_claimed(
+            trace, call, client, wall, approved=approved, on_progress=on_progress, budget=budget
+        )
+    except Exception as exc:
+        return _unexpected(trace, exc, wall)
+
+
+def _run_claimed(
+    trace: _Trace,
+    call: ToolCall,
+    client: ToolCaller | None,
+    wall: WallClock,
+    *,
+    approved: bool,
+    on_progress: ProgressListener | None = None,
+    budget: float | None = None,
+) -> ToolResult:
     # From here the call is this caller's alone: every way out records how it ended.
     trace.state = "recorded"
     started = time.monotonic()
     canonical = credentials.decrypt(call.arguments_ciphertext) if call.arguments_ciphertext else ""
-    if not call.approved_digest or ledger.digest_of(canonical) != call.approved_digest:
+    pk = call.id
+    local = local_tool(call.tool_name) if call.tool_id is None and not approved else None
+    if local is not None:
+        given = json.loads(canonical) if canonical else {}
+        return _finish(trace, lambda: _run_local(local, given), started, wall)
+    if approved and (not call.approved_digest or ledger.digest_of(canonical) != call.approved_digest):
         return _end_refused(
             trace,
             "digest_mismatch",
@@ -620,9 +770,22 @@ def _resume(trace: _Trace, call_id: object, client: ToolCaller | None, wall: Wal
     refusal = _refusal(row, call.data_class_ceiling or ceilings.resolve(None))
     if refusal is not None:
         return _end_refused(trace, *refusal, started, wall)
+    if not approved and row.server.requires_approval:
+        return _end_refused(
+            trace,
+            "requires_approval",
+            f"tool call {pk} was not run: its server came to require approval since it was queued",
+            started,
+            wall,
+        )
     arguments = json.loads(canonical) if canonical else {}
     user_id = call.actor_user_id
-    return _finish(trace, lambda: _run_remote(trace, row, arguments, client, user_id), started, wall)
+    return _finish(
+        trace,
+        lambda: _run_remote(trace, row, arguments, client, user_id, on_progress=on_progress, budget=budget),
+        started,
+        wall,
+    )
 
 
 def _changed_since(call: ToolCall, row: McpTool | None) -> str:

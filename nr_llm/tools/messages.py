@@ -29,13 +29,12 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any
 
 from ..mcp.protocol.content import data_url
 from ..mcp.protocol.results import Block
+from ..providers import Provider
 from .results import ToolResult
-
-MessageFormat = Literal["openai", "openai-responses", "anthropic"]
 
 #: The image types all three providers accept; another image is named in the text, not sent.
 MODEL_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -49,21 +48,36 @@ _MAGIC: dict[str, tuple[tuple[int, bytes], ...]] = {
 }
 
 
-def tool_messages(format: MessageFormat, results: Iterable[tuple[str, ToolResult]]) -> list[dict[str, Any]]:
+def tool_messages(
+    provider: Provider, results: Iterable[ToolResult | tuple[str, ToolResult]]
+) -> list[dict[str, Any]]:
     """The messages (Chat Completions, Anthropic) or input items (Responses) to append, in order.
 
-    ``results``: ``(call_id, result)`` per tool call of the model's turn, where ``call_id`` is
-    the provider's id of the call (``tool_calls[i].id``, ``function_call.call_id``,
-    ``tool_use.id``). Raises ``ValueError`` for an unknown ``format``.
+    ``results``: one per tool call of the model's turn, as ``execute_many`` returns them (each
+    carries the provider's id of its call, ``tool_call_id``), or ``execute(...,
+    tool_call_id=...)`` results. A ``(tool_call_id, result)`` pair is taken too. Raises
+    ``ValueError`` for an unknown ``provider`` or a result that carries no provider id.
     """
-    pairs = [(call_id, result) for call_id, result in results]
-    if format == "openai":
+    pairs = [_pair(item) for item in results]
+    if provider == "openai":
         return _chat(pairs)
-    if format == "openai-responses":
+    if provider == "openai-responses":
         return [_responses_item(call_id, result) for call_id, result in pairs]
-    if format == "anthropic":
+    if provider == "anthropic":
         return [{"role": "user", "content": [_tool_result(call_id, result) for call_id, result in pairs]}]
-    raise ValueError(f"unknown message format {format!r}: 'openai', 'openai-responses' or 'anthropic'")
+    raise ValueError(f"unknown provider {provider!r}: 'openai', 'openai-responses' or 'anthropic'")
+
+
+def _pair(item: ToolResult | tuple[str, ToolResult]) -> tuple[str, ToolResult]:
+    if isinstance(item, ToolResult):
+        if item.tool_call_id is None:
+            raise ValueError(
+                "a result without the provider's id of its call: pass execute(..., tool_call_id=<the "
+                "model's id>) or use execute_many, whose results carry it"
+            )
+        return item.tool_call_id, item
+    tool_call_id, result = item
+    return tool_call_id, result
 
 
 def _ran(result: ToolResult) -> bool:

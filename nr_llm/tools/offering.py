@@ -12,13 +12,14 @@ import logging
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from django.db.models import F, Q, QuerySet
 
 from ..governance import ceiling as ceilings
 from ..mcp.protocol.schema import SchemaRefused, normalise_schema
 from ..models import McpTool
+from ..providers import PROVIDERS, Provider
 from .registry import local_tool, local_tool_names, local_tools
 from .strict import NotStrict, strict_schema
 from .threads import refuse_in_event_loop
@@ -27,8 +28,8 @@ logger = logging.getLogger("nr_llm.tools")
 
 #: "openai": Chat Completions' ``tools``; "openai-responses": the Responses API's flat function
 #: tools; "anthropic": the Messages API's ``tools`` (docs/catalogue.md, "Formats").
-Format = Literal["openai", "openai-responses", "anthropic"]
-FORMATS: tuple[Format, ...] = ("openai", "openai-responses", "anthropic")
+Format = Provider
+FORMATS: tuple[Provider, ...] = PROVIDERS
 
 
 @dataclass(frozen=True)
@@ -101,14 +102,14 @@ def spec(name: str, *, data_class_ceiling: str | None = None) -> ToolSpec | None
 
 
 def definitions(
-    format: Format = "openai",
+    provider: Provider = "openai",
     *,
     data_class_ceiling: str | None = None,
     strict: bool = False,
     defer: bool = False,
     always_loaded: Collection[str] = (),
 ) -> list[dict[str, Any]]:
-    """The available tools as function-calling specs in ``format``.
+    """The available tools as function-calling specs in ``provider``.
 
     ``strict=True`` (OpenAI formats) offers each tool in strict mode where its schema can be
     expressed in it, and the others non-strict, each with the reason logged once.
@@ -121,11 +122,11 @@ def definitions(
     ones by server and name), so a provider's prompt cache holds.
     """
     refuse_in_event_loop("definitions", "adefinitions")
-    if format not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(map(repr, FORMATS))}, not {format!r}")
-    if strict and format == "anthropic":
+    if provider not in FORMATS:
+        raise ValueError(f"provider must be one of {', '.join(map(repr, FORMATS))}, not {provider!r}")
+    if strict and provider == "anthropic":
         raise ValueError('strict=True is for the OpenAI formats ("openai", "openai-responses")')
-    if defer and format == "openai":
+    if defer and provider == "openai":
         raise ValueError(
             'defer=True is for "openai-responses" and "anthropic" (Chat Completions has no tool search)'
         )
@@ -136,14 +137,14 @@ def definitions(
     deferred: list[tuple[ToolSpec, dict[str, Any]]] = []
     for s in available(data_class_ceiling=data_class_ceiling):
         parameters, is_strict = _parameters(s, strict)
-        definition = _definition(format, s, parameters, is_strict)
+        definition = _definition(provider, s, parameters, is_strict)
         if defer and s.name not in loaded:
             deferred.append((s, definition | {"defer_loading": True}))
         else:
             offered.append(definition)
     if defer:
-        offered.append(_SEARCH_TOOL[format])
-        offered.extend(_deferred(format, deferred))
+        offered.append(_SEARCH_TOOL[provider])
+        offered.extend(_deferred(provider, deferred))
     return offered
 
 

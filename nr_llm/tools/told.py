@@ -8,6 +8,8 @@ database's own words (``LedgerUnavailable`` names the error's type only).
 
 from __future__ import annotations
 
+import re
+
 from ..governance import ledger
 from ..governance.models import ToolCall, ToolCallStatus
 from ..mcp.wire.text import clean
@@ -24,8 +26,13 @@ def could_not_run(origin: str, remote: str, why: object) -> str:
     return f"{origin} could not run {remote!r}: {why}"
 
 
+#: The client's own "may have run" sentence: this text says it already, once is enough.
+_CLIENTS_SENTENCE = re.compile(r"\s*The tool (?:'[^']*' )?may have run; the call is not sent again\.")
+
+
 def may_have_run(origin: str, remote: str, why: object) -> str:
-    return f"{origin} may have run {remote!r}{MAY_HAVE_RUN}: {why}"
+    reason = _CLIENTS_SENTENCE.sub("", str(why)).strip()
+    return f"{origin} may have run {remote!r}{MAY_HAVE_RUN}: {reason}"
 
 
 def reported_error(origin: str, text: str) -> str:
@@ -101,6 +108,8 @@ def as_recorded(call: ToolCall) -> ToolResult:
         else:
             text = f"{head} already ran ({call.get_status_display().lower()}); it is not run again.{answer}"
         status = "succeeded" if call.status == ToolCallStatus.SUCCEEDED else "failed"
+    elif call.status == ToolCallStatus.QUEUED:
+        text, status = f"{head} is queued for a worker; it has not started.", "queued"
     else:
         text, status = f"{head} is running; its outcome is recorded when it ends.", "running"
     return ToolResult(

@@ -24,6 +24,7 @@ not served a denial of service); a call id seen twice runs once.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import Counter
@@ -38,6 +39,7 @@ from ..mcp.wire.text import clean
 from ..models import McpTool
 from ..own_transaction import caller_blocks_own_transaction
 from . import threads
+from .elicit import Responder
 from .execution import ToolCaller, execute, planned_row
 from .lookup import tools_by_names
 from .results import ToolResult
@@ -75,8 +77,17 @@ class _Turn:
     results: list[ToolResult | None]
     deadline: float
 
+    #: The provider's id of each call, in order (None for a pair): every result carries its own.
+    ids: list[str | None] = field(default_factory=list)
+
     def finished(self) -> list[ToolResult]:
-        return [result for result in self.results if result is not None]
+        return [
+            result
+            if result.tool_call_id is not None or call_id is None
+            else dataclasses.replace(result, tool_call_id=call_id)
+            for result, call_id in zip(self.results, self.ids, strict=True)
+            if result is not None
+        ]
 
 
 def execute_many(
@@ -86,15 +97,18 @@ def execute_many(
     actor: object = None,
     data_class_ceiling: str | None = None,
     clock: WallClock | None = None,
+    responder: Responder | None = None,
 ) -> list[ToolResult]:
     """Run one model turn's tool calls; their results in the same order (never an exception).
 
     ``calls``: ``(name, arguments)`` pairs or the provider's tool-call objects (``turn_calls``).
-    The other arguments are ``execute()``'s, for every call. From a running event loop it
+    The other arguments are ``execute()``'s, for every call. Each result carries its call's
+    provider id (``tool_call_id``), so ``tool_messages(provider, results)`` takes the list as
+    it is. From a running event loop it
     raises ``SynchronousOnlyOperation``: await ``aexecute_many``.
     """
     threads.refuse_in_event_loop("execute_many", "aexecute_many")
-    run = _runner(client, actor, data_class_ceiling, clock)
+    run = _runner(client, actor, data_class_ceiling, clock, responder)
     turn = _plan(_read(calls))
     if caller_blocks_own_transaction() or threads.on_pool_thread():
         # SQLite inside the caller's transaction: another thread's connection would wait on
@@ -113,13 +127,14 @@ async def aexecute_many(
     actor: object = None,
     data_class_ceiling: str | None = None,
     clock: WallClock | None = None,
+    responder: Responder | None = None,
 ) -> list[ToolResult]:
     """``execute_many`` for an async caller.
 
     Cancelled (the client went away), it stops waiting: a call not yet started never starts,
     one that started ends on its thread and records its outcome.
     """
-    run = _runner(client, actor, data_class_ceiling, clock)
+    run = _runner(client, actor, data_class_ceiling, clock, responder)
     if threads.on_pool_thread():
         # A loop a local tool runs on a pool thread (asyncio.run), and the pool may be all
         # taken: the turn runs as a nested sync turn does, on a thread of its own (the ORM
@@ -128,7 +143,8 @@ async def aexecute_many(
     planned = _read(calls)
     turn = await _aplan(planned, time.monotonic())
     if turn is None:
-        return [_late() for _ in planned]
+        ids = [p.call.id for p in planned]
+        return _Turn([], [], [_late() for _ in planned], 0.0, ids).finished()
     await _adrive(turn, run)
     return turn.finished()
 
@@ -161,7 +177,11 @@ def _run_in_place(turn: _Turn, run: Callable[[_Planned], ToolResult]) -> None:
 
 
 def _runner(
-    client: ToolCaller | None, actor: object, ceiling: str | None, clock: WallClock | None
+    client: ToolCaller | None,
+    actor: object,
+    ceiling: str | None,
+    clock: WallClock | None,
+    responder: Responder | None,
 ) -> Callable[[_Planned], ToolResult]:
     def run(planned: _Planned) -> ToolResult:
         if planned.call.problem:
@@ -175,6 +195,8 @@ def _runner(
                 actor=actor,
                 data_class_ceiling=ceiling,
                 clock=clock,
+                tool_call_id=planned.call.id,
+                responder=responder,
             )
 
     return run
@@ -200,7 +222,8 @@ def _plan(planned: list[_Planned], started: float | None = None) -> _Turn:
             f"not run: this turn asked for {len(planned)} tool calls, more than the {limit} this site runs "
             "in one turn (NR_LLM_TURN_MAX_CALLS); none of them was run. Ask for fewer at a time."
         )
-        return _Turn([], [], [_not_run(text) for _ in planned], time.monotonic())
+        ids = [p.call.id for p in planned]
+        return _Turn([], [], [_not_run(text) for _ in planned], time.monotonic(), ids)
     read_at = time.monotonic()  # the rows are as fresh as this, whichever call runs them
     rows = tools_by_names({p.call.name for p in planned if isinstance(p.call.name, str)})
     concurrent: list[_Planned] = []
@@ -220,7 +243,8 @@ def _plan(planned: list[_Planned], started: float | None = None) -> _Turn:
         placed = _placed(each, row, read_at)
         (alone if placed.alone else concurrent).append(placed)
     budget = max((p.budget for p in concurrent + alone), default=0.0)
-    return _Turn(concurrent, alone, results, (time.monotonic() if started is None else started) + budget)
+    deadline = (time.monotonic() if started is None else started) + budget
+    return _Turn(concurrent, alone, results, deadline, [p.call.id for p in planned])
 
 
 def _placed(each: _Planned, row: McpTool | None, read_at: float) -> _Planned:
@@ -235,7 +259,7 @@ def _placed(each: _Planned, row: McpTool | None, read_at: float) -> _Planned:
         server=server.identifier,
         cap=server.max_concurrent_calls or conf.TOOL_CONCURRENCY_PER_SERVER,
         alone=row.run_alone or (server.run_writes_alone and not read_only),
-        # The leg machine may overrun a budget by under a second (ARCHITECTURE.md).
+        # The leg machine may overrun a budget by under a second (docs/mcp-client.md).
         budget=server.budget_seconds + 1.0,
         row=row,
         read_at=read_at,

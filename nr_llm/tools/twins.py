@@ -11,10 +11,11 @@ from collections.abc import Collection
 from typing import Any
 
 from ..governance.ledger import WallClock
+from ..providers import Provider
 from . import threads
 from .elicit import Responder
 from .execution import ToolCaller, execute, resume
-from .offering import Format, definitions
+from .offering import definitions
 from .results import ToolResult
 
 
@@ -59,7 +60,7 @@ async def aresume(
 
 
 async def adefinitions(
-    format: Format = "openai",
+    provider: Provider = "openai",
     *,
     data_class_ceiling: str | None = None,
     strict: bool = False,
@@ -69,7 +70,7 @@ async def adefinitions(
     """``definitions()`` for an async caller."""
     return await threads.run(
         definitions,
-        format,
+        provider,
         data_class_ceiling=data_class_ceiling,
         strict=strict,
         defer=defer,

@@ -1,7 +1,8 @@
 """The demo site's settings with its database changed as ``NR_LLM_TEST_DATABASE`` says, for
 ``manage.py check`` in a process of its own: ``unknown_vendor``, ``no_transactions`` and
 ``no_skip_locked`` (the backends beside this file, on a SQLite file named by ``DATABASE_URL``),
-``myisam`` (the ``DATABASE_URL`` MySQL/MariaDB database, MyISAM the session's storage engine)."""
+``myisam`` (the ``DATABASE_URL`` MySQL/MariaDB database, MyISAM the session's storage engine)
+and ``mysql_local_time`` (that database, its session five hours east of UTC)."""
 
 import os
 
@@ -15,7 +16,12 @@ elif _case == "myisam":
     DATABASES["default"]["OPTIONS"]["init_command"] = (  # noqa: F405
         "SET sql_mode = 'STRICT_TRANS_TABLES', default_storage_engine = 'MyISAM'"
     )
+elif _case == "mysql_local_time":
+    DATABASES["default"]["OPTIONS"]["init_command"] = (  # noqa: F405
+        "SET sql_mode = 'STRICT_TRANS_TABLES', time_zone = '+05:00'"
+    )
 else:
     raise ValueError(
-        f"NR_LLM_TEST_DATABASE={_case!r} is none of unknown_vendor, no_transactions, no_skip_locked, myisam"
+        f"NR_LLM_TEST_DATABASE={_case!r} is none of unknown_vendor, no_transactions, "
+        "no_skip_locked, myisam, mysql_local_time"
     )

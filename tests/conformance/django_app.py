@@ -67,7 +67,22 @@ def server_for(run: Run) -> McpServer:
 
     context = run.context
     client_id = context.get("client_id") or ""
-    if "client-credentials" in run.scenario:
+    federation: dict[str, Any] = {}
+    if run.scenario == "auth/enterprise-managed-authorization":
+        grant, registration = OAuthGrantType.ENTERPRISE, OAuthRegistration.PREREGISTERED
+        federation = {
+            "oauth_mode": "per_user",
+            "oauth_idp_token_endpoint": context.get("idp_token_endpoint") or "",
+            "oauth_idp_client_id": context.get("idp_client_id") or "",
+        }
+    elif run.scenario == "auth/wif-jwt-bearer":
+        grant, registration = OAuthGrantType.WORKLOAD, OAuthRegistration.PREREGISTERED
+        # The platform mounts the workload's JWT in a file, as a Kubernetes projected token.
+        mounted = os.path.join(tempfile.mkdtemp(prefix="nr-llm-wif-"), "token")
+        with open(mounted, "w") as file:
+            file.write(str(context.get("valid_jwt") or ""))
+        federation = {"oauth_assertion_file": mounted}
+    elif "client-credentials" in run.scenario:
         grant, registration = OAuthGrantType.CLIENT_CREDENTIALS, OAuthRegistration.PREREGISTERED
     elif client_id:
         grant, registration = OAuthGrantType.AUTHORIZATION_CODE, OAuthRegistration.PREREGISTERED
@@ -89,6 +104,8 @@ def server_for(run: Run) -> McpServer:
         oauth_dpop=run.scenario.startswith("auth/dpop"),
         oauth_mode="per_user" if per_user() else "shared",
     )
+    for name, value in federation.items():
+        setattr(server, name, value)
     # As McpServerForm stores them: never in clear text.
     if secret := context.get("client_secret"):
         server.oauth_client_secret_ciphertext = credentials.encrypt(secret)
@@ -111,19 +128,44 @@ def operator_connect(run: Run, server: McpServer, user: Any) -> Callable[[Any], 
     return connect
 
 
+#: Where the hook below finds the signed-in user's ID token (the scenario's).
+ID_TOKEN_ENV = "NR_LLM_CONFORMANCE_ID_TOKEN"
+
+
+def identity_token(user: Any, server: McpServer) -> str | None:
+    """The site's NR_LLM_OAUTH_IDENTITY_TOKEN hook: the ID token of the user's sign-in, which
+    a site keeps from its OIDC login; here the one the scenario's identity provider issued."""
+    return os.environ.get(ID_TOKEN_ENV) or None
+
+
 def authorize_and(work: Callable[[Run], None], run: Run) -> None:
     """auth.authorize_and, with the app's row, endpoint, client, grant store and Connect."""
+    if id_token := run.context.get("idp_id_token"):
+        os.environ[ID_TOKEN_ENV] = str(id_token)
     configure()
     from django.contrib.auth import get_user_model
+    from django.test import override_settings
 
+    from nr_llm.authorization.actors import NeedsAuthorization, resolve
     from nr_llm.models import OAuthGrantType
     from nr_llm.servers.endpoints import endpoint_for, mcp_client
 
+    # As a site's settings module names its hook (for this process, the driver is the site).
+    override_settings(NR_LLM_OAUTH_IDENTITY_TOKEN=f"{__name__}.identity_token").enable()
     server = server_for(run)
     operator = get_user_model().objects.create_user("operator", is_staff=True)
     run.client = mcp_client()
-    # Per user: the endpoint actors.resolve gives the user once connected (their own grant).
-    run.endpoint = endpoint_for(server, user_id=operator.pk if per_user() else None)
+    if server.oauth_grant_type == OAuthGrantType.ENTERPRISE:
+        # No Connect: actors.resolve asks the hook for the user's ID token, and the grant is
+        # obtained inside the call, as that user's own.
+        resolved = resolve(server, operator)
+        if isinstance(resolved, NeedsAuthorization):
+            run.say(f"needs authorization: {resolved.reason}")
+            raise SystemExit(1)
+        run.endpoint = resolved
+    else:
+        # Per user: the endpoint actors.resolve gives the user once connected (their own grant).
+        run.endpoint = endpoint_for(server, user_id=operator.pk if per_user() else None)
     run.say(f"through the Django app: {server.oauth_grant_type}, {server.oauth_registration}")
     auth.with_operator(
         work,

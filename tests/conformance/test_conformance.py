@@ -162,6 +162,10 @@ THROUGH_DJANGO = [
     ("0.2.0-alpha.12", "auth/pre-registration", "2026-07-28"),
     ("0.2.0-alpha.12", "auth/dpop", None),
     ("0.2.0-alpha.12", "auth/dpop-nonce", None),
+    # Enterprise-managed (per user, the ID token from the NR_LLM_OAUTH_IDENTITY_TOKEN hook) and
+    # workload identity (the JWT from the file the row names), configured on the McpServer row.
+    ("0.2.0-alpha.12", "auth/enterprise-managed-authorization", None),
+    ("0.2.0-alpha.12", "auth/wif-jwt-bearer", None),
 ]
 # The token exchange's secrets as the suite's checks show them on the wire.
 SECRET_FIELDS = ("access_token", "refresh_token", "client_secret", "client_assertion", "code_verifier")

@@ -66,10 +66,11 @@ def workers(
     """``count`` db_worker processes on the test database, by worker id; all stopped afterwards."""
     env = {
         **os.environ,
-        **environment,
         "DJANGO_SETTINGS_MODULE": settings_module,
         "DATABASE_URL": _database_url(),
         "NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS": "true",
+        # Last: a caller's DATABASE_URL wins (a SQLite file the test shares with its workers).
+        **environment,
     }
     processes: dict[str, subprocess.Popen[bytes]] = {}
     try:

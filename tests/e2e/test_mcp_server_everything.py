@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp.protocol.progress import Progress
 from nr_llm.tools import ToolResult, tool_messages
 from tests.peers import ROOT, running
 
@@ -154,3 +155,14 @@ def test_a_long_running_tool_is_cut_at_the_budget(endpoint: Endpoint) -> None:
         CLIENT.call_tool(short, "trigger-long-running-operation", {"duration": 30, "steps": 3})
     assert caught.value.kind == "timeout"
     assert time.monotonic() - started < 4
+
+
+def test_a_long_running_tool_reports_its_progress(endpoint: Endpoint) -> None:
+    """With on_progress the call carries a progressToken; each step the server reports arrives,
+    in order, before the result."""
+    seen: list[Progress] = []
+    outcome = CLIENT.call_tool(
+        endpoint, "trigger-long-running-operation", {"duration": 1, "steps": 4}, on_progress=seen.append
+    )
+    assert not outcome.is_error and "Steps: 4" in outcome.text
+    assert [(p.progress, p.total) for p in seen] == [(1, 4), (2, 4), (3, 4), (4, 4)]

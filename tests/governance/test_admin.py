@@ -302,3 +302,14 @@ def test_a_call_that_may_have_run_reads_may_have_run_not_failed():
     assert ">Failed<" in listed
     page = client.get(_change(unknown)).content.decode()
     assert "May have run" in page
+
+
+def test_a_call_of_an_unknown_name_is_not_listed_as_a_local_tool():
+    """The Tool column says which a call without a server was: a newcomer read "local tool" for a
+    model's misspelt name."""
+    from nr_llm.governance import columns
+
+    unknown = ToolCall(tool_name="no_such_tool", error_kind="unknown_tool")
+    local = ToolCall(tool_name="site_clock")
+    assert "unknown tool" in columns.tool(unknown) and "local tool" not in columns.tool(unknown)
+    assert "local tool" in columns.tool(local)

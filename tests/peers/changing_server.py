@@ -19,11 +19,20 @@ Control routes (not MCP): ``POST /add/<name>`` adds a tool and announces it;
 ``tools/call`` arrives (answered 404 before running it, as a restarted server does); ``GET /seen`` counts
 requests by JSON-RPC method (``GET``, ``DELETE`` for those), the tools/call runs (``ran``) and
 the change streams opened (``streams``).
+
+``--dpop TOKEN``: a DPoP-protected resource (RFC 9449). Every MCP request must carry
+``Authorization: DPoP TOKEN`` and a proof checked as a resource server does (signature by the
+key in its header, ``htm``, ``htu``, ``ath``, a fresh ``jti``) naming the nonce this server
+handed out for that HTTP method (one per method, so the GET stream is asked for its own); a
+request without it is answered 401 ``use_dpop_nonce`` with the nonce. ``GET /seen`` adds
+``dpop``: the nonce refusals by method and the requests refused for a bad or missing proof.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import json
 import threading
 import time
@@ -31,6 +40,8 @@ import uuid
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import jwt
 
 STATE: dict[str, Any] = {
     "tools": ["echo"],
@@ -41,9 +52,12 @@ STATE: dict[str, Any] = {
     "expire_calls": 0,
     "version": 0,
     "descriptions": {},
+    "dpop": {"nonce_refusals": Counter(), "bad_proofs": 0, "jtis": set()},
 }
 CHANGED = threading.Condition()
-ARGS = argparse.Namespace(modern=False, ttl_ms=None, scope=None, listen_lifetime=0.0, no_stream=False)
+ARGS = argparse.Namespace(
+    modern=False, ttl_ms=None, scope=None, listen_lifetime=0.0, no_stream=False, dpop=None
+)
 
 
 def _tool(name: str) -> dict[str, Any]:
@@ -68,9 +82,51 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def _dpop_refused(self) -> bool:
+        """Answer 401 unless the request carries the DPoP token with a valid proof naming this
+        method's nonce; True when it was refused."""
+        if ARGS.dpop is None:
+            return False
+        dpop = STATE["dpop"]
+        nonce = f"nonce-{self.command}"
+        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+        try:
+            proof = self.headers["DPoP"]
+            header = jwt.get_unverified_header(proof)
+            assert header["typ"] == "dpop+jwt" and "d" not in header["jwk"]
+            key = jwt.PyJWK(header["jwk"], algorithm=header["alg"])
+            claims = jwt.decode(proof, key.key, algorithms=["ES256"])
+            ath = base64.urlsafe_b64encode(hashlib.sha256(token.encode()).digest()).rstrip(b"=").decode()
+            host = self.headers["Host"]
+            assert scheme == "DPoP" and token == ARGS.dpop
+            assert claims["htm"] == self.command and claims["htu"] == f"http://{host}/mcp"
+            assert claims["ath"] == ath and claims["jti"] not in dpop["jtis"]
+            dpop["jtis"].add(claims["jti"])
+        except (KeyError, AssertionError, jwt.PyJWTError):
+            dpop["bad_proofs"] += 1
+            self._json(401, {"error": "invalid_token"}, challenge='DPoP error="invalid_token"')
+            return True
+        if claims.get("nonce") != nonce:
+            dpop["nonce_refusals"][self.command] += 1
+            self._json(401, {"error": "use_dpop_nonce"}, challenge='DPoP error="use_dpop_nonce"', nonce=nonce)
+            return True
+        return False
+
     def do_GET(self) -> None:
         if self.path == "/seen":
-            self._json(200, {"seen": dict(STATE["seen"]), "ran": STATE["ran"], "streams": STATE["streams"]})
+            dpop = {
+                "nonce_refusals": dict(STATE["dpop"]["nonce_refusals"]),
+                "bad_proofs": STATE["dpop"]["bad_proofs"],
+            }
+            seen = {
+                "seen": dict(STATE["seen"]),
+                "ran": STATE["ran"],
+                "streams": STATE["streams"],
+                "dpop": dpop,
+            }
+            self._json(200, seen)
+            return
+        if self._dpop_refused():
             return
         STATE["seen"]["GET"] += 1
         session = self.headers.get("Mcp-Session-Id")
@@ -83,6 +139,8 @@ class Handler(BaseHTTPRequestHandler):
         self._stream(None)
 
     def do_DELETE(self) -> None:
+        if self._dpop_refused():
+            return
         STATE["seen"]["DELETE"] += 1
         STATE["sessions"].discard(self.headers.get("Mcp-Session-Id"))
         self._json(200, {})
@@ -113,6 +171,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/expire-calls/"):
             STATE["expire_calls"] = int(self.path[len("/expire-calls/") :])
             self._json(200, {})
+            return
+        if self._dpop_refused():
             return
         body = json.loads(raw or b"{}")
         method = body.get("method")
@@ -211,9 +271,21 @@ class Handler(BaseHTTPRequestHandler):
     def _result(self, body: dict[str, Any], result: dict[str, Any]) -> None:
         self._json(200, {"jsonrpc": "2.0", "id": body.get("id"), "result": result})
 
-    def _json(self, status: int, payload: Any, *, session: str | None = None) -> None:
+    def _json(
+        self,
+        status: int,
+        payload: Any,
+        *,
+        session: str | None = None,
+        challenge: str | None = None,
+        nonce: str | None = None,
+    ) -> None:
         data = b"" if payload is None else json.dumps(payload).encode()
         self.send_response(status)
+        if challenge is not None:
+            self.send_header("WWW-Authenticate", challenge)
+        if nonce is not None:
+            self.send_header("DPoP-Nonce", nonce)
         if payload is not None:
             self.send_header("Content-Type", "application/json")
         if session is not None:
@@ -230,6 +302,7 @@ def main() -> None:
     parser.add_argument("--scope")
     parser.add_argument("--listen-lifetime", type=float, default=0.0)
     parser.add_argument("--no-stream", action="store_true")
+    parser.add_argument("--dpop")
     parser.parse_args(namespace=ARGS)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

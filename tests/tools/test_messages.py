@@ -4,6 +4,7 @@ published request types (the ``openai`` and ``anthropic`` packages' typed dicts)
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 from anthropic.types import MessageParam
@@ -118,10 +119,26 @@ def test_an_empty_result_says_so() -> None:
     assert_conforms(MessageParam, message)
 
 
-def test_an_unknown_format_is_a_value_error() -> None:
-    """A misspelt format is the site's bug: it is said at once."""
-    with pytest.raises(ValueError, match="unknown message format 'gemini'"):
+def test_an_unknown_provider_is_a_value_error() -> None:
+    """A misspelt provider is the site's bug: it is said at once."""
+    with pytest.raises(ValueError, match="unknown provider 'gemini'"):
         tool_messages("gemini", [])  # type: ignore[arg-type]
+
+
+def test_results_carrying_their_provider_ids_need_no_pairs() -> None:
+    """What execute_many returns goes in as it is; a pair says the same."""
+    carried = [replace(WEATHER, tool_call_id="call_1"), replace(FAILED, tool_call_id="call_2")]
+    assert tool_messages("openai", carried) == tool_messages(
+        "openai", [("call_1", WEATHER), ("call_2", FAILED)]
+    )
+    (message,) = tool_messages("anthropic", carried)
+    assert [block["tool_use_id"] for block in message["content"]] == ["call_1", "call_2"]
+
+
+def test_a_result_without_a_provider_id_is_a_value_error() -> None:
+    """Sent without one, the provider would refuse the whole conversation: said here, at once."""
+    with pytest.raises(ValueError, match="tool_call_id"):
+        tool_messages("openai", [WEATHER])
 
 
 JPEG = (

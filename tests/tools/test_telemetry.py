@@ -201,6 +201,29 @@ def test_an_async_twin_that_runs_execute_in_a_thread_is_one_span(otel: Otel, ser
     assert call.parent is not None and call.parent.span_id == span.context.span_id
 
 
+def test_turn_and_twin_spans_carry_the_providers_call_id(otel: Otel, server: McpServer) -> None:
+    """Each call of execute_many and aexecute_many, and aexecute, is one span with its call's id
+    from the provider (gen_ai.tool.call.id) beside the ledger row's (nr_llm.tool_call.id)."""
+    calls = [
+        {
+            "id": "call_t1",
+            "type": "function",
+            "function": {"name": "mcp_demo_echo", "arguments": '{"text":"a"}'},
+        },
+        {"type": "tool_use", "id": "toolu_t2", "name": "mcp_demo_echo", "input": {"text": "b"}},
+    ]
+    results = tools.execute_many(calls)
+    results += async_to_sync(tools.aexecute_many)(calls[:1])
+    results.append(async_to_sync(tools.aexecute)("mcp_demo_echo", {"text": "c"}, tool_call_id="call_t3"))
+    spans = [span for span in otel.spans() if span.name.startswith("execute_tool")]
+    seen = {
+        attributes_of(span)["gen_ai.tool.call.id"]: attributes_of(span)["nr_llm.tool_call.id"]
+        for span in spans
+    }
+    assert sorted(seen) == ["call_t1", "call_t3", "toolu_t2"] and len(spans) == 4
+    assert {r.tool_call_id: str(r.call_id) for r in results}.items() >= {"toolu_t2": seen["toolu_t2"]}.items()
+
+
 class _BrokenTracer(NoOpTracer):
     def start_span(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("tracer bug")

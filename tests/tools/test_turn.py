@@ -2,7 +2,7 @@
 
 The scheduling tests use a recording client (it counts overlapping calls, which no real server
 reports); what a real server does with a turn is in test_asgi_views.py (an async view under
-uvicorn) and tests/test_readme_turn.py (the README's sync and async views), both against the
+uvicorn) and tests/test_readme_turn.py (the README's view and its async twin), both against the
 official SDK server. The ledger writes on
 its own connection, so these tests commit (``transaction=True``).
 """
@@ -172,7 +172,7 @@ def test_one_failing_call_cancels_nothing_else():
     assert "reported an error: it failed" in results[0].text
     assert "unknown tool 'no_such_tool'" in results[1].text
     assert results[2].text == "a:x"
-    assert "must be a JSON object" in results[3].text
+    assert "must be a JSON object, not an array" in results[3].text
     assert sorted(c[0] for c in client.calls) == ["a", "fail"]
 
 
@@ -208,6 +208,11 @@ def test_the_providers_tool_call_objects_are_read_with_their_ids():
     ]
     results = tools.execute_many(calls, client=RecordingClient(seconds=0.01))
     assert [r.text for r in results] == ["a:chat", "a:object", "a:responses", "a:anthropic"]
+    # Each result carries its call's provider id, distinct from its ledger row's id.
+    assert [r.tool_call_id for r in results] == ["call_1", "call_2", "fc_3", "toolu_4"]
+    assert all(r.call_id is not None and str(r.call_id) != r.tool_call_id for r in results)
+    items = tools.tool_messages("openai-responses", results)
+    assert [item["call_id"] for item in items] == ["call_1", "call_2", "fc_3", "toolu_4"]
 
 
 def test_bad_calls_each_get_a_result_in_order():
@@ -232,9 +237,41 @@ def test_bad_calls_each_get_a_result_in_order():
     assert results[0].text == "a:1"
     assert "call id 'call_1' appears more than once" in results[1].text
     assert "unknown tool" in results[2].text
-    assert "must be a JSON object" in results[3].text
     assert "int is not a tool call" in results[4].text
     assert [c[1] for c in client.calls] == [{"text": "1"}]
+    # The known tool's malformed call is recorded under its server, and the model is told plainly.
+    assert results[3].server == "docs" and "are not valid JSON" in results[3].text
+    assert ToolCall.objects.get(pk=str(results[3].call_id)).server_identifier == "docs"
+    # Every call gets its answer under its own id, refused ones included (a provider refuses a
+    # turn in which a call has none); what is no tool call has no id to answer.
+    assert [r.tool_call_id for r in results] == ["call_1", "call_1", "call_2", "call_3", None]
+
+
+def test_arguments_cut_off_mid_json_are_said_to_be_cut_off():
+    """A model that ran out of output tokens sent half a JSON text: it is told so, not "must be an
+    object", and the call is recorded under the tool's server."""
+    _tools("docs", "a")
+    client = RecordingClient(seconds=0.01)
+    cut = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "mcp_docs_a", "arguments": '{"text": "a long'},
+    }
+    [result] = tools.execute_many([cut], client=client)
+    assert result.text.startswith("arguments for 'mcp_docs_a' were cut off: their JSON text ends")
+    assert "must be" not in result.text and client.calls == []
+    row = ToolCall.objects.get(pk=str(result.call_id))
+    assert (row.server_identifier, row.error_kind) == ("docs", "invalid_arguments")
+
+
+def test_a_turn_over_the_cap_answers_every_call_under_its_id(settings):
+    settings.NR_LLM_TURN_MAX_CALLS = 1
+    calls: list[object] = [
+        ("x", {}),
+        {"id": "call_9", "type": "function", "function": {"name": "x", "arguments": "{}"}},
+    ]
+    results = tools.execute_many(calls)
+    assert [r.tool_call_id for r in results] == [None, "call_9"]
 
 
 def test_a_turn_above_the_cap_runs_nothing_and_says_why(settings, caplog):

@@ -31,6 +31,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -43,7 +44,7 @@ from ..wire.legs import SessionFactory, default_session
 from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
 from ..wire.redaction import Secrets
 from ..wire.text import NAME_LIMIT, clean
-from . import elicitation, features, modern, resend
+from . import elicitation, features, modern, progress, resend, tasks
 from . import pages as listing
 from .content import DEFAULT_LIMITS, ContentLimits, outcome_of
 from .endpoint import Endpoint
@@ -52,8 +53,10 @@ from .features import Completion, PromptOutcome
 from .handshake import KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, HandshakeConversation
 from .modern_conversation import InputResponder, ModernConversation
 from .param_headers import param_headers
+from .progress import ProgressListener
 from .results import CallOutcome, ConnectionReport
 from .shared_cache import ToolsCache
+from .tasks import Follower, TaskError, TaskOptions, TaskState
 from .transport import Transport, auth_headers, refuse_clear_text
 
 __all__ = ["KNOWN_PROTOCOL_VERSIONS", "MAX_PAGES", "PROTOCOL_VERSION", "InputResponder", "McpClient"]
@@ -81,6 +84,11 @@ _NOT_EVIDENCE = frozenset(
         "authorization_failed",
         # Accepted, then cut off: no answer to read an era from.
         "interrupted",
+        # A task's failures come after its tools/call was accepted: the era is known.
+        "task_pending",
+        "task_lost",
+        "task_failed",
+        "task_cancelled",
     }
 )
 
@@ -106,13 +114,16 @@ class McpClient:
         connection: ConnectionSettings | None = None,
         result_limits: ContentLimits = DEFAULT_LIMITS,
         tools_cache: ToolsCache | None = None,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         """How the client connects is one value, ``connection`` (wire/connection.py says what
         each part means), handed whole to every leg, MCP and OAuth alike; the keywords
         ``allow_private_networks``, ``resolver``, ``ca_bundle`` and ``keepalive_seconds`` build
         it when it is not given (with it, they must be left out).
         ``result_limits``: the caps on a tool's answer (content.py). ``tools_cache``: where
-        ``tools/list`` answers a server allows to be cached are shared (shared_cache.py)."""
+        ``tools/list`` answers a server allows to be cached are shared (shared_cache.py).
+        ``sleep``: how the client waits between polls of a task (tasks.py); tests pass one
+        that moves a fake clock."""
         self.result_limits = result_limits
         if connection is None:
             connection = ConnectionSettings(
@@ -140,6 +151,7 @@ class McpClient:
         self.era_cache = era_cache if era_cache is not None else process_cache()
         self.era_cache_seconds = era_cache_seconds
         self.tools_cache = tools_cache
+        self.sleep: Callable[[float], None] = sleep or time.sleep
 
     def ping(self, endpoint: Endpoint) -> ConnectionReport:
         """``server/discover`` for a modern server, else the handshake only; a transport
@@ -229,6 +241,8 @@ class McpClient:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         responder: InputResponder | None = None,
+        on_progress: ProgressListener | None = None,
+        task: TaskOptions | None = None,
     ) -> CallOutcome:
         """Call one tool; ``isError`` is a failed outcome, a broken conversation an exception.
 
@@ -237,6 +251,15 @@ class McpClient:
         invalid one is refused (``invalid_tool``) before anything is sent. ``responder``
         answers a 2026 server's input requests; without one they are ``input_required``.
         ``output_schema``, the tool's listed one, is what its structured content is checked against.
+        ``on_progress``: the request carries a ``progressToken`` and each ``notifications/progress``
+        the server sends for it is handed over (``progress.py``); it must not raise. The token
+        stays valid while a task runs (2025-11-25), so it is heard on the task's polls too.
+
+        ``task`` lets the server answer with a task (tasks.py: the 2026 extension declared on
+        this request, or the 2025-11-25 ``task`` parameter where server and tool allow it); the
+        task is then polled within this operation's budget and its result read once, and the
+        outcome's ``task`` is its last state. A task that outlives the budget is ``task_pending``
+        (a ``TaskError`` whose ``task`` resumes it: ``poll_task``).
         """
         arguments = arguments or {}
         # Checked before any leg, whatever the era: a tool the specification says clients
@@ -247,12 +270,33 @@ class McpClient:
 
         def call(conversation: Conversation) -> tuple[CallOutcome, int]:
             handed.append(conversation)
-            # The result came masked: a credential a server echoes never reaches a model.
-            result, latency_ms = conversation.request(
-                "tools/call", {"name": name, "arguments": arguments}, headers
-            )
+            params: dict[str, Any] = {"name": name, "arguments": arguments}
+            transport = conversation.transport
+            if on_progress is not None:
+                token = progress.new_token()
+                params = progress.with_token(params, token)
+                transport.on_notification = progress.reader(token, on_progress)
+            task_state = None
+            try:
+                # The result came masked: a credential a server echoes never reaches a model.
+                if task is None:
+                    result, latency_ms = conversation.request("tools/call", params, headers)
+                elif isinstance(conversation, ModernConversation):
+                    result, latency_ms = conversation.request(
+                        "tools/call", params, headers, capabilities=tasks.extension_capabilities(responder)
+                    )
+                else:
+                    if tasks.wants_task(conversation, task):
+                        params["task"] = tasks.task_param(task)
+                    result, latency_ms = conversation.request("tools/call", params, headers)
+                state = tasks.created(result, endpoint.identifier, conversation) if task is not None else None
+                if state is not None:
+                    assert task is not None
+                    result, task_state, latency_ms = self._follow(conversation, state, task, responder, name)
+            finally:
+                transport.on_notification = None
             outcome = outcome_of(result, endpoint.identifier, output_schema, self.result_limits)
-            return dataclasses.replace(outcome, era=conversation.era), latency_ms
+            return dataclasses.replace(outcome, era=conversation.era, task=task_state), latency_ms
 
         try:
             return self._operate(endpoint, call, responder=responder)
@@ -276,6 +320,127 @@ class McpClient:
                 code=exc.code,
                 data=exc.data,
             ) from exc
+
+    # -- tasks: a call the server answered with a task (tasks.py) ------------------------------
+
+    def poll_task(
+        self,
+        endpoint: Endpoint,
+        task: TaskState,
+        name: str = "",
+        *,
+        output_schema: dict[str, Any] | None = None,
+        responder: InputResponder | None = None,
+        options: TaskOptions | None = None,
+    ) -> CallOutcome:
+        """Go on following a task an earlier operation (in this process or another) was left
+        with: a ``tasks/get`` at once, then polls as ``call_tool`` makes them, and the result read
+        once, all under one new budget. ``name`` is the tool's, for messages. Never sends the
+        ``tools/call`` again; the ends are those of ``call_tool`` with ``task``."""
+        options = options or TaskOptions()
+
+        def follow(conversation: Conversation, deadline: OperationDeadline) -> tuple[CallOutcome, int]:
+            result, state, latency_ms = self._follow(
+                conversation, task, options, responder, name, look_first=True
+            )
+            outcome = outcome_of(result, endpoint.identifier, output_schema, self.result_limits)
+            return dataclasses.replace(outcome, era=conversation.era, task=state), latency_ms
+
+        return self._operate_on_task(endpoint, task, responder, follow)
+
+    def get_task(self, endpoint: Endpoint, task: TaskState, name: str = "") -> TaskState:
+        """One ``tasks/get``: the task's state now (a task the server forgot is ``task_lost``)."""
+
+        def look(conversation: Conversation, deadline: OperationDeadline) -> tuple[TaskState, int]:
+            follower = Follower(conversation, deadline, TaskOptions(), None, self.sleep, name)
+            try:
+                return follower.get(task)
+            except TaskError:
+                raise
+            except McpTransportError as exc:
+                raise follower.after(exc, task) from exc
+
+        return self._operate_on_task(endpoint, task, None, look)
+
+    def cancel_task(self, endpoint: Endpoint, task: TaskState, name: str = "") -> TaskState:
+        """Ask the server to stop a task (``tasks/cancel``), an operation of its own with its own
+        budget: no request in flight is aborted (seed 000), the server is asked, and it decides.
+        Returns the task's state as the server then reports it (it may still be working, or
+        have ended otherwise); a task the server forgot is ``task_lost``."""
+
+        def ask(conversation: Conversation, deadline: OperationDeadline) -> tuple[TaskState, int]:
+            follower = Follower(conversation, deadline, TaskOptions(), None, self.sleep, name)
+            return follower.cancel(task), 0
+
+        return self._operate_on_task(endpoint, task, None, ask)
+
+    def _follow(
+        self,
+        conversation: Conversation,
+        state: TaskState,
+        options: TaskOptions,
+        responder: InputResponder | None,
+        name: str,
+        *,
+        look_first: bool = False,
+    ) -> tuple[dict[str, Any], TaskState, int]:
+        follower = Follower(conversation, conversation.deadline, options, responder, self.sleep, name)
+        try:
+            return follower.follow(state, look_first=look_first)
+        except TaskError as exc:
+            if (
+                isinstance(conversation, HandshakeConversation)
+                and exc.task is not None
+                and not exc.task.terminal
+            ):
+                # The session is the task's home: ending it would end the task (tasks.py).
+                conversation.keep_session = True
+            raise
+
+    def _operate_on_task(
+        self,
+        endpoint: Endpoint,
+        task: TaskState,
+        responder: InputResponder | None,
+        work: Callable[[Conversation, OperationDeadline], tuple[T, int]],
+    ) -> T:
+        """One operation on a known task, in the era and session the task was created in (no
+        probe, no handshake when its session is known); every credential masked as in
+        ``_operate``."""
+        secrets = Secrets()
+        if endpoint.needs_credential:
+            secrets.add(endpoint.credential)
+        try:
+            with self._transport(endpoint, secrets) as (transport, deadline):
+                conversation: Conversation
+                if task.era == "modern":
+                    conversation = ModernConversation(
+                        transport, deadline, task.protocol_version or modern.MODERN_VERSION, responder
+                    )
+                else:
+                    conversation = HandshakeConversation(transport, deadline, responder)
+                    if task.session_id is not None:
+                        conversation.adopt(task.session_id, task.protocol_version)
+                    else:
+                        conversation.open()
+                try:
+                    answer, latency_ms = work(conversation, deadline)
+                except TaskError as exc:
+                    if isinstance(conversation, HandshakeConversation) and exc.task is not None:
+                        conversation.keep_session = conversation.keep_session or not exc.task.terminal
+                    raise
+                else:
+                    if isinstance(conversation, HandshakeConversation) and isinstance(answer, TaskState):
+                        # A look leaves the session to whoever reads the result; only a task
+                        # that ended cancelled has nothing left in it to read.
+                        conversation.keep_session = answer.status != "cancelled"
+                finally:
+                    conversation.end()
+        except McpTransportError as exc:
+            _mask_error(exc, secrets)
+            raise
+        self._record(endpoint, latency_ms)
+        return answer
 
     # -- beyond tools: resources, prompts, completion (features.py shapes the answers) ----------
 

@@ -59,6 +59,10 @@ class HandshakeConversation:
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
+        self.server_capabilities: dict[str, Any] = {}
+        # Set while a task of this session has not ended (tasks.py): the session is its home,
+        # so ending it would end the task with it.
+        self.keep_session = False
         self._last_id = 0
         self._reopened = False
 
@@ -85,11 +89,22 @@ class HandshakeConversation:
         self.protocol_version = version
         info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
+        offered = result.get("capabilities")
+        self.server_capabilities = offered if isinstance(offered, dict) else {}
         confirmed = self._send(jsonrpc.notification("notifications/initialized"))
         self.transport.on_server_request = self._answer_server_request
         if self.responder is not None and self.session_id is not None:
             self._listen()
         return confirmed.latency_ms
+
+    def adopt(self, session_id: str, protocol_version: str) -> None:
+        """Go on in a session an earlier operation opened (the home of a task, tasks.py): no
+        handshake; a server that forgot it answers 404, and the task is lost with it."""
+        self.session_id = session_id
+        self.protocol_version = protocol_version or PROTOCOL_VERSION
+        # A forgotten session is not replaced by a new one: the task would not be in it.
+        self._reopened = True
+        self.transport.on_server_request = self._answer_server_request
 
     def _answer_server_request(self, message: dict[str, Any]) -> None:
         """Answer a server's request (an elicitation) with a POST of our response, a leg of the
@@ -155,7 +170,7 @@ class HandshakeConversation:
     def end(self) -> None:
         """DELETE the session as a leg of the same budget; the answer in hand stands either way.
         A GET stream the session had ends with it (the server closes it)."""
-        if self.session_id is None:
+        if self.session_id is None or self.keep_session:
             return
         session_id, self.session_id = self.session_id, None
         try:

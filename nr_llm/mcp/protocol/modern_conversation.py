@@ -7,7 +7,7 @@ from typing import Any, Protocol
 from ..wire.deadline import OperationDeadline
 from ..wire.errors import McpTransportError
 from ..wire.text import clean
-from . import jsonrpc, modern
+from . import jsonrpc, modern, tasks
 from .handshake import client_info
 from .transport import Transport
 
@@ -60,15 +60,30 @@ class ModernConversation:
         return result, latency_ms
 
     def request(
-        self, method: str, params: dict[str, Any], headers: dict[str, str] | None = None
+        self,
+        method: str,
+        params: dict[str, Any],
+        headers: dict[str, str] | None = None,
+        *,
+        capabilities: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], int]:
         """The complete result of ``method``; input the server asks for goes to the responder
-        and the request is repeated (a new id, the server's ``requestState`` echoed as is)."""
+        and the request is repeated (a new id, the server's ``requestState`` echoed as is).
+
+        ``capabilities`` replaces the request's declared ones (the tasks extension, tasks.py);
+        with the extension declared, a ``tools/call`` may be answered with a task
+        (``resultType: "task"``), returned as it came; any other request so answered is malformed.
+        """
         retry = dict(params)
+        declared_tasks = capabilities is not None and tasks.EXTENSION in (
+            capabilities.get("extensions") or {}
+        )
         for _round in range(MAX_INPUT_ROUNDS):
-            result, latency_ms = self._send(method, retry, headers)
+            result, latency_ms = self._send(method, retry, headers, capabilities)
             kind = result.get("resultType", "complete")
             if kind == "complete":
+                return result, latency_ms
+            if kind == "task" and declared_tasks and method == "tools/call":
                 return result, latency_ms
             if kind != "input_required":
                 raise self.malformed(f"answered with resultType {clean(kind, 40)!r}, unknown to this client")
@@ -92,9 +107,15 @@ class ModernConversation:
         raise self.malformed(f"asked for input more than {MAX_INPUT_ROUNDS} times in one {method}")
 
     def _send(
-        self, method: str, params: dict[str, Any], extra: dict[str, str] | None
+        self,
+        method: str,
+        params: dict[str, Any],
+        extra: dict[str, str] | None,
+        declared: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], int]:
         capabilities = dict(self.responder.capabilities) if self.responder is not None else {}
+        if declared is not None:
+            capabilities = declared
         body = modern.stamped(params, self.protocol_version, capabilities, client_info())
         headers = {**modern.routing_headers(method, params), **(extra or {})}
         self._last_id += 1

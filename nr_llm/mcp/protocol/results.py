@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..wire.errors import ErrorKind, McpTransportError
+
+if TYPE_CHECKING:
+    from .tasks import TaskState
 
 
 @dataclass(frozen=True)
@@ -49,3 +52,5 @@ class CallOutcome:
     mismatch: str = ""
     #: What was not passed on, and why (they also lead ``text``).
     notes: tuple[str, ...] = ()
+    #: The task the server ran the call as (tasks.py), in its last state; None for a direct answer.
+    task: TaskState | None = None

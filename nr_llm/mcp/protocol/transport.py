@@ -174,6 +174,8 @@ class Transport:
         # Where a server's own request on an event stream goes (handshake-era elicitation);
         # None: such requests are skipped, as before a responder was given.
         self.on_server_request: Callable[[dict[str, Any]], None] | None = None
+        # Where a server's notification on an event stream goes (a call's progress); None: skipped.
+        self.on_notification: Callable[[dict[str, Any]], None] | None = None
 
     @telemetry.traced_request
     def post(
@@ -284,7 +286,16 @@ class Transport:
         raise cut_off(f", and again after each of {MAX_RESUMPTIONS} resumptions") from ended
 
     def _dispatch(self, message: object) -> None:
-        """A server's request on a stream (method and id) goes to ``on_server_request``."""
+        """A server's request on a stream (method and id) goes to ``on_server_request``, a
+        notification (method, no id) to ``on_notification``."""
+        if (
+            self.on_notification is not None
+            and isinstance(message, dict)
+            and isinstance(message.get("method"), str)
+            and "id" not in message
+        ):
+            self.on_notification(self._masked(message))
+            return
         if (
             self.on_server_request is not None
             and isinstance(message, dict)
@@ -341,31 +352,53 @@ class Transport:
                     on_message(self._masked(jsonrpc.decode(event.data, self.server, "an event")))
             return None, None, 0
 
-        headers = Sealed(
-            {"Accept": "text/event-stream", "Accept-Encoding": "identity", **(extra_headers or {})}
-        )
+        body = None if message is None else json.dumps(message, separators=(",", ":")).encode()
+        while True:
+            headers = Sealed(
+                {"Accept": "text/event-stream", "Accept-Encoding": "identity", **(extra_headers or {})}
+            )
+            self._credentials(headers, method, session_id, protocol_version)
+            if message is not None:
+                headers["Accept"] = "application/json, text/event-stream"
+                headers["Content-Type"] = "application/json"
+            try:
+                self._legs.send(
+                    deadline,
+                    self._peer,
+                    method,
+                    self.endpoint.url,
+                    read,
+                    headers=headers,
+                    body=body,
+                    addresses=self._addresses,
+                    quote_location=True,
+                    repeatable=False,
+                )
+            except ChallengeError as challenge:
+                if self.authorizer is None:
+                    raise
+                # As on a POST: a 401/403 status line opened no stream, so asking again (a
+                # nonce, a renewed token) is safe; the token source bounds how often.
+                self.auth_headers = self.authorizer.authorization(
+                    self.authorizer.after_challenge(challenge, self.sent_bearer)
+                )
+                continue
+            return
+
+    def _credentials(
+        self, headers: dict[str, str], method: str, session_id: str | None, protocol_version: str | None
+    ) -> None:
+        """Add what every leg to the server carries: the credential (after any caller's header,
+        so none can replace it), a DPoP proof made for this very leg (none for Bearer), the
+        session and the protocol version. One function for the POSTs and the GET stream, so
+        the stream is never sent with a bound token and no proof."""
         headers.update(self.auth_headers)
+        if self.authorizer is not None:
+            headers.update(self.authorizer.proof(method, self.endpoint.url, self.sent_bearer))
         if session_id is not None:
             headers["Mcp-Session-Id"] = session_id
         if protocol_version is not None:
             headers["MCP-Protocol-Version"] = protocol_version
-        body = None
-        if message is not None:
-            headers["Accept"] = "application/json, text/event-stream"
-            headers["Content-Type"] = "application/json"
-            body = json.dumps(message, separators=(",", ":")).encode()
-        self._legs.send(
-            deadline,
-            self._peer,
-            method,
-            self.endpoint.url,
-            read,
-            headers=headers,
-            body=body,
-            addresses=self._addresses,
-            quote_location=True,
-            repeatable=False,
-        )
 
     def _leg(
         self,
@@ -387,14 +420,7 @@ class Transport:
         if extra_headers:
             # Before the credential: an argument-named header can never replace it.
             headers.update(extra_headers)
-        headers.update(self.auth_headers)
-        if self.authorizer is not None:
-            # A DPoP-bound token goes with a proof made for this very leg (none for Bearer).
-            headers.update(self.authorizer.proof(method, self.endpoint.url, self.sent_bearer))
-        if session_id is not None:
-            headers["Mcp-Session-Id"] = session_id
-        if protocol_version is not None:
-            headers["MCP-Protocol-Version"] = protocol_version
+        self._credentials(headers, method, session_id, protocol_version)
         body = None
         if message is not None:
             headers["Content-Type"] = "application/json"

@@ -29,6 +29,13 @@ Exception tree::
                                     stream ended and could not be resumed; or a tools/call was
                                     sent and its connection closed before any answer (not
                                     accepted); a tools/call may have run, and is never sent again
+               task_pending         a tools/call answered with a task (protocol/tasks.py) that
+                                    had not ended when the operation's budget did; the task is
+                                    kept (``TaskError.task``) so polling can resume
+               task_lost            the server no longer knows a task it created (tasks/get or
+                                    tasks/result answered -32602, or its session is gone)
+               task_failed          the task ended ``failed``: the server's JSON-RPC error
+               task_cancelled       the task ended ``cancelled``
         ChallengeError          kind = status: a 401/403 with its WWW-Authenticate
                                 challenge parsed (error, scopes, resource_metadata)
         AuthorizationError      carries ``reason`` and ``scopes``
@@ -76,6 +83,10 @@ ErrorKind = Literal[
     "input_required",
     "resource_not_found",
     "interrupted",
+    "task_pending",
+    "task_lost",
+    "task_failed",
+    "task_cancelled",
     "authorization_required",
     "authorization_failed",
 ]
