@@ -130,6 +130,8 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
             data_class=DataClass.PUBLIC_CONTENT,
             requires_approval=False,
             enabled=True,
+            # BENCH_TURN_CAP=N: the server's own "calls at once", so each call takes a lease.
+            max_concurrent_calls=int(os.environ.get("BENCH_TURN_CAP") or 0) or None,
         )
         schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
         McpTool.objects.create(

@@ -53,7 +53,8 @@ class McpTool(models.Model):
     run_alone = models.BooleanField(
         default=False,
         help_text="Run after a turn's other calls, one at a time: for a tool that must not run "
-        "beside others.",
+        "beside others. Across the site it never runs beside itself, nor beside any call of its "
+        "server when the server has calls at once set or runs its writes alone.",
     )
     orphaned = models.BooleanField(default=False)
     orphaned_at = models.DateTimeField(null=True, blank=True)
@@ -160,10 +161,11 @@ class McpFeature(models.Model):
 
 # Registered with this app from their own package (ARCHITECTURE.md, "Growing").
 from .authorization.models import OAuthGrantRecord, PendingAuthorization, UserGrantRecord  # noqa: E402
-from .governance.models import ToolCall, ToolCallApproval, ToolCallStatus  # noqa: E402
+from .governance.models import CallLease, ToolCall, ToolCallApproval, ToolCallStatus  # noqa: E402
 
 __all__ = [
     "DEFINITION_CHANGED",
+    "CallLease",
     "AuthPlacement",
     "DataClass",
     "FeatureKind",

@@ -105,6 +105,32 @@ class Workers:
         for thread in threads:
             thread.join(timeout=10.0)
 
+    def stop(self, grace: float) -> tuple[int, int, int]:
+        """Drop the queued jobs (their futures cancelled: they never start) and wait up to
+        ``grace`` for the running ones; (running, dropped, still running after the grace)."""
+        dropped = 0
+        sentinels = 0
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is None:
+                sentinels += 1
+                continue
+            if job[1].cancel():
+                dropped += 1
+            with self._settled:
+                self._pending -= 1
+                self._settled.notify_all()
+        for _ in range(sentinels):
+            self._jobs.put(None)
+        with self._guard:
+            running = self._pending
+        self.settle(grace)
+        with self._guard:
+            return running, dropped, self._pending
+
     def _serve(self) -> None:
         me = threading.current_thread()
         try:

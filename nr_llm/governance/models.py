@@ -135,3 +135,28 @@ class ToolCallApproval(ToolCall):
         proxy = True
         verbose_name = "approval"
         default_permissions = ()
+
+
+class CallLease(models.Model):
+    """A call to a server that is being sent or answered, as the site's caps count it.
+
+    A server's "calls at once" and a tool's "run alone" are promises about the server, so they
+    hold across turns, processes and hosts: each counts these rows, written in the shared
+    database (``governance/leases.py``). A row is deleted when its call ends, and expires on the
+    database's clock with the call's budget, so a killed process frees its places.
+    """
+
+    server = models.ForeignKey("nr_llm.McpServer", on_delete=models.CASCADE, related_name="+")
+    tool_name = models.CharField("tool", max_length=64)
+    #: Held by a "run alone" call: no other lease of the server is granted beside it.
+    alone = models.BooleanField(default=False)
+    expires_at = models.DateTimeField()
+    #: Who holds it (host, process, thread), for an operator reading the table.
+    holder = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        verbose_name = "call lease"
+        indexes = [models.Index(fields=["server", "expires_at"], name="nr_llm_calllease_server")]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} until {self.expires_at:%H:%M:%S}"

@@ -184,14 +184,15 @@ class McpServer(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="A turn's calls to this server running at the same time; empty uses "
+        help_text="Calls to this server running at the same time, across the whole site (all "
+        "turns and processes); empty: no site-wide cap, and a turn's own bound "
         "NR_LLM_TOOL_CONCURRENCY_PER_SERVER.",
     )
     run_writes_alone = models.BooleanField(
         "run tools that may write alone",
         default=False,
         help_text="Tools this server does not annotate read-only (readOnlyHint) run after a turn's "
-        "other calls, one at a time.",
+        "other calls, one at a time, and across the site never beside another call of this server.",
     )
     # A long-lived connection per watched server (manage.py mcp_watch), so it is opt-in.
     watch_changes = models.BooleanField(

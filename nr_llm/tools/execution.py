@@ -38,7 +38,7 @@ from django.utils import timezone
 from ..authorization import actors
 from ..authorization import runtime as authorization
 from ..governance import ceiling as ceilings
-from ..governance import decisions, ledger
+from ..governance import decisions, leases, ledger
 from ..governance.decisions import DecisionRefused
 from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
@@ -92,6 +92,8 @@ class _Trace:
     call: NewCall | None = None
     #: The server's health stamps of the call, written with its outcome (one write, not two).
     stamps: list[health.Stamp] = field(default_factory=list, repr=False)
+    #: The call's place under the server's caps (``leases``), given back when it ends.
+    lease: leases.Lease | None = field(default=None, repr=False)
 
     @property
     def running(self) -> bool:
@@ -470,6 +472,8 @@ def _finish(trace: _Trace, run: Callable[[], _Ran], started: float, wall: WallCl
             _record_outcome(trace, _Ran(ToolResult(text, True, trace.server, "failed"), kind), started, wall)
         raise
     finally:
+        if trace.lease is not None:
+            trace.lease.release()
         if not trace.running:
             health.write(_taken_stamps(trace))  # no outcome write to ride in
     telemetry.note_error(ran.error_kind)
@@ -564,6 +568,12 @@ def _run_remote(
     trace.secret = endpoint.credential
     era = kind = ""
     caller = client or mcp_client()
+    lease = trace.lease = _lease(row, endpoint.budget_seconds)
+    if lease.refusal:
+        text = told.could_not_run(origin, row.remote_name, lease.refusal)
+        return _Ran(ToolResult(text, True, server.identifier, "failed"), "no_place")
+    # Waiting for the place spent part of the budget: the send gets what is left.
+    endpoint = dataclasses.replace(endpoint, budget_seconds=lease.budget)
     trace.state = "sent"
     try:
         # The client's health stamp goes with the outcome's ledger write (_record_outcome).
@@ -615,6 +625,20 @@ def _run_remote(
         return _Ran(result, kind, era)
     # A failure's text may quote the secret too (a server's error message).
     return _Ran(ToolResult(redact(text, endpoint.credential), is_error, server.identifier), kind, era)
+
+
+def _lease(row: McpTool, budget: float) -> leases.Lease:
+    """The call's place under its server's caps across the site (``governance/leases.py``)."""
+    server = row.server
+    annotations = row.remote_annotations if isinstance(row.remote_annotations, dict) else {}
+    return leases.take(
+        server.pk,
+        row.tool_name,
+        cap=server.max_concurrent_calls,
+        alone=row.run_alone or (server.run_writes_alone and annotations.get("readOnlyHint") is not True),
+        writes_alone=server.run_writes_alone,
+        budget=budget,
+    )
 
 
 def _unexpected(trace: _Trace, exc: Exception, wall: WallClock) -> ToolResult:

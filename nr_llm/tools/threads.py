@@ -11,6 +11,11 @@ after as Django's request signals do (``close_old_connections``, which honours
 connection go (``own_transaction.Workers``): a process holds no more connections than its live
 work needs.
 
+A pool thread never waits on the pool: work handed over from one (a local tool that runs a turn
+of its own, an agent used as a tool) runs in place on that thread, so a saturated pool cannot
+deadlock on itself. At exit the pool finishes the calls in flight and drops the queued ones,
+which were never sent, and logs how many of each.
+
 The sync API called from a running event loop (an ``async def`` view) would block the loop
 and every request it serves; it fails loudly instead, naming the twin to await.
 """
@@ -18,8 +23,10 @@ and every request it serves; it fails loudly instead, naming the twin to await.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
 import functools
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -27,15 +34,19 @@ from concurrent.futures import Future
 from typing import Any, ParamSpec, TypeVar
 
 from django.core.exceptions import SynchronousOnlyOperation
+from django.db import connection
 
 from ..conf import conf
 from ..own_transaction import Workers
 
 P = ParamSpec("P")
 T = TypeVar("T")
+logger = logging.getLogger("nr_llm.tools")
 
 _lock = threading.Lock()
 _pool: Workers | None = None
+#: Marks the pool's threads while they run a job (``on_pool_thread``).
+_here = threading.local()
 
 
 def refuse_in_event_loop(function: str, twin: str) -> None:
@@ -57,7 +68,16 @@ def refuse_in_event_loop(function: str, twin: str) -> None:
 
 
 def _call(work: Callable[[], Any]) -> Any:
-    return work()
+    _here.in_pool = True
+    try:
+        return work()
+    finally:
+        _here.in_pool = False
+
+
+def on_pool_thread() -> bool:
+    """True on a pool thread running a job: work it hands over must not wait for the pool."""
+    return getattr(_here, "in_pool", False)
 
 
 def pool() -> Workers:
@@ -77,6 +97,34 @@ def close_pool() -> None:
         current, _pool = _pool, None
     if current is not None:
         current.close()
+
+
+def stop_at_exit(grace: float | None = None) -> tuple[int, int]:
+    """Finish the calls in flight (within ``grace``, default one operation budget and a second)
+    and drop the queued ones, never sent; log and return (in flight, dropped)."""
+    with _lock:
+        current = _pool
+    if current is None:
+        return 0, 0
+    wait = conf.MCP_OPERATION_TIMEOUT + 1.0 if grace is None else grace
+    in_flight, dropped, unfinished = current.stop(wait)
+    if in_flight or dropped:
+        logger.warning(
+            "the tool-call pool stopped: %d call(s) in flight were let finish (%d still running after "
+            "%.0f s), %d queued call(s) were dropped, never sent",
+            in_flight,
+            unfinished,
+            wait,
+            dropped,
+        )
+    return in_flight, dropped
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    # The threads are daemons: without this, a process that exits cuts its calls off mid-way
+    # (rows left "running" for the reaper) and a queued call could start during interpreter exit.
+    stop_at_exit()
 
 
 def _forked() -> None:
@@ -115,9 +163,51 @@ def _carried() -> list[tuple[contextvars.ContextVar[object], object]]:
 
 
 def submit(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
-    """Run ``function`` on the pool with the caller's context variables carried over."""
+    """Run ``function`` on the pool with the caller's context variables carried over.
+
+    On a pool thread it never waits for the pool (waiting for another pool thread from one could
+    wait for good once every thread does the same): it runs here and now (the future returned is
+    done), or, under an event loop a local tool runs there, on a thread of its own.
+    """
     work = functools.partial(_as_unit_of_work, _carried(), function, *args, **kwargs)
-    return pool().submit(work)
+    if not on_pool_thread():
+        return pool().submit(work)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _settled_here(work)
+    return _beside(work)
+
+
+def _settled_here(work: Callable[[], T]) -> Future[T]:
+    done: Future[T] = Future()
+    done.set_running_or_notify_cancel()
+    try:
+        done.set_result(work())
+    except BaseException as exc:  # handed to the caller, raised there, as the pool does
+        done.set_exception(exc)
+    return done
+
+
+def _beside(work: Callable[[], T]) -> Future[T]:
+    """``work`` on a new thread, marked as the pool's: the ORM refuses to run under a loop, and
+    the pool's threads may all be waiting for this one."""
+    done: Future[T] = Future()
+
+    def serve() -> None:
+        try:
+            result = _settled_here(functools.partial(_call, work))
+            exc = result.exception()
+            if exc is None:
+                done.set_result(result.result())
+            else:
+                done.set_exception(exc)
+        finally:
+            connection.close()  # this thread's own, gone with it
+
+    done.set_running_or_notify_cancel()
+    threading.Thread(target=serve, name="nr-llm-tool-nested", daemon=True).start()
+    return done
 
 
 async def run(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

@@ -9,7 +9,12 @@ exactly once); the turn adds only when each starts:
   the server does not annotate ``readOnlyHint``) after the others, one at a time, in order;
 - nothing starts once the turn's budget (its slowest call's operation budget) is spent: a call
   that could not start in time is not run and says so, so the turn ends within that budget
-  when its calls fit the caps, and never hangs on a queue.
+  when its calls fit the caps, and never hangs on a queue. That holds on the pool too: a call
+  still queued for a busy pool's thread when the budget passes is taken back, never sent, and
+  the thread that would take it later checks the time first;
+- a turn run on a pool thread (a local tool that runs a turn: an agent used as a tool) runs
+  its calls there, one after another, under the same budget: it never waits for the pool
+  threads it and its caller occupy.
 
 One call failing cancels nothing else; results come back in the calls' order, one per call.
 A turn asking for more than ``NR_LLM_TURN_MAX_CALLS`` runs none of them (a model in a loop is
@@ -105,11 +110,11 @@ def execute_many(
     threads.refuse_in_event_loop("execute_many", "aexecute_many")
     run = _runner(client, actor, data_class_ceiling, clock, responder)
     turn = _plan(_read(calls))
-    if caller_blocks_own_transaction():
+    if caller_blocks_own_transaction() or threads.on_pool_thread():
         # SQLite inside the caller's transaction: another thread's connection would wait on
-        # the caller's write lock, so the calls run here, one after another, as execute() would.
-        for planned in turn.concurrent + turn.alone:
-            turn.results[planned.index] = run(planned)
+        # the caller's write lock. On a pool thread: the pool's other threads may all be
+        # waiting for this one. Either way the calls run here, one after another.
+        _run_in_place(turn, run)
     else:
         _drive(turn, run)
     return turn.finished()
@@ -130,9 +135,45 @@ async def aexecute_many(
     one that started ends on its thread and records its outcome.
     """
     run = _runner(client, actor, data_class_ceiling, clock, responder)
-    turn = await threads.run(_plan, _read(calls))
+    if threads.on_pool_thread():
+        # A loop a local tool runs on a pool thread (asyncio.run), and the pool may be all
+        # taken: the turn runs as a nested sync turn does, on a thread of its own (the ORM
+        # refuses to run under the loop).
+        return await threads.run(_in_place, _read(calls), run)
+    planned = _read(calls)
+    turn = await _aplan(planned, time.monotonic())
+    if turn is None:
+        ids = [p.call.id for p in planned]
+        return _Turn([], [], [_late() for _ in planned], 0.0, ids).finished()
     await _adrive(turn, run)
     return turn.finished()
+
+
+async def _aplan(planned: list[_Planned], started: float) -> _Turn | None:
+    """The plan, read on the pool; None when no pool thread took it within the budget a turn
+    has before its rows are read (the installation's): a busy pool never holds a turn past it."""
+    future = threads.submit(_plan, planned, started)
+    waited = asyncio.wrap_future(future)
+    try:
+        done, _ = await asyncio.wait([waited], timeout=conf.MCP_OPERATION_TIMEOUT + 1.0)
+        if not done and future.cancel():
+            return None
+        return await waited
+    except asyncio.CancelledError:
+        future.cancel()  # a plan not started never starts
+        raise
+
+
+def _in_place(calls: list[_Planned], run: Callable[[_Planned], ToolResult]) -> list[ToolResult]:
+    turn = _plan(calls)
+    _run_in_place(turn, run)
+    return turn.finished()
+
+
+def _run_in_place(turn: _Turn, run: Callable[[_Planned], ToolResult]) -> None:
+    for planned in turn.concurrent + turn.alone:
+        if not _too_late(turn, planned):
+            turn.results[planned.index] = run(planned)
 
 
 def _runner(
@@ -170,8 +211,9 @@ def _read(calls: Iterable[object]) -> list[_Planned]:
     return [_Planned(index, read_call(item)) for index, item in enumerate(calls)]
 
 
-def _plan(planned: list[_Planned]) -> _Turn:
-    """Where each call stands: refused by the turn, run alongside, or run alone after."""
+def _plan(planned: list[_Planned], started: float | None = None) -> _Turn:
+    """Where each call stands: refused by the turn, run alongside, or run alone after; the
+    turn's budget counts from ``started`` (when the caller asked), else from now."""
     results: list[ToolResult | None] = [None] * len(planned)
     limit = conf.TURN_MAX_CALLS
     if len(planned) > limit:
@@ -201,7 +243,8 @@ def _plan(planned: list[_Planned]) -> _Turn:
         placed = _placed(each, row, read_at)
         (alone if placed.alone else concurrent).append(placed)
     budget = max((p.budget for p in concurrent + alone), default=0.0)
-    return _Turn(concurrent, alone, results, time.monotonic() + budget, [p.call.id for p in planned])
+    deadline = (time.monotonic() if started is None else started) + budget
+    return _Turn(concurrent, alone, results, deadline, [p.call.id for p in planned])
 
 
 def _placed(each: _Planned, row: McpTool | None, read_at: float) -> _Planned:
@@ -259,11 +302,47 @@ def _startable(turn: _Turn, slots: _Slots) -> list[_Planned]:
 def _too_late(turn: _Turn, planned: _Planned) -> bool:
     if time.monotonic() < turn.deadline:
         return False
-    turn.results[planned.index] = _not_run(
-        "not run: this turn's time ran out before the call could start (other calls of the turn held "
-        "its places); it was not sent. Call it again if it is still needed."
-    )
+    turn.results[planned.index] = _late()
     return True
+
+
+def _late() -> ToolResult:
+    return _not_run(
+        "not run: this turn's time ran out before the call could start (other calls of the turn held "
+        "its places, or this site's tool threads were all busy); it was not sent. Call it again if "
+        "it is still needed."
+    )
+
+
+def _in_time(turn: _Turn, run: Callable[[_Planned], ToolResult], planned: _Planned) -> ToolResult:
+    """``run`` on the pool thread that took the call, unless the turn's time ran out while the
+    call waited in the pool's queue."""
+    if time.monotonic() >= turn.deadline:
+        return _late()
+    return run(planned)
+
+
+def _submit(turn: _Turn, run: Callable[[_Planned], ToolResult], planned: _Planned) -> Future[ToolResult]:
+    return threads.submit(_in_time, turn, run, planned)
+
+
+def _left(turn: _Turn) -> float | None:
+    """How long to wait for a running call before taking back queued ones (None: no limit)."""
+    left = turn.deadline - time.monotonic()
+    return left if left > 0 else None
+
+
+def _taken_back(turn: _Turn, futures: dict[Future[ToolResult], _Planned], slots: _Slots | None) -> None:
+    """At the turn's deadline, the calls no pool thread has started yet never will (``cancel``
+    succeeds only for those): each ends "not run"; those that started are waited for."""
+    if time.monotonic() < turn.deadline:
+        return
+    for future, planned in list(futures.items()):
+        if future.cancel():
+            futures.pop(future)
+            if slots is not None:
+                slots.release(planned)
+            turn.results[planned.index] = _late()
 
 
 def _drive(turn: _Turn, run: Callable[[_Planned], ToolResult]) -> None:
@@ -271,19 +350,23 @@ def _drive(turn: _Turn, run: Callable[[_Planned], ToolResult]) -> None:
     running: dict[Future[ToolResult], _Planned] = {}
     while turn.concurrent or running:
         for planned in _startable(turn, slots):
-            running[threads.submit(run, planned)] = planned
+            running[_submit(turn, run, planned)] = planned
         if not running:
             break
-        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        done, _ = wait(running, timeout=_left(turn), return_when=FIRST_COMPLETED)
         for future in done:
             planned = running.pop(future)
             slots.release(planned)
             turn.results[planned.index] = _outcome(future, planned)
+        _taken_back(turn, running, slots)
     for planned in turn.alone:
         if not _too_late(turn, planned):
-            future = threads.submit(run, planned)
-            wait([future])
-            turn.results[planned.index] = _outcome(future, planned)
+            alone = {_submit(turn, run, planned): planned}
+            while alone:
+                done, _ = wait(alone, timeout=_left(turn))
+                for future in done:
+                    turn.results[alone.pop(future).index] = _outcome(future, planned)
+                _taken_back(turn, alone, None)
 
 
 async def _adrive(turn: _Turn, run: Callable[[_Planned], ToolResult]) -> None:
@@ -292,28 +375,48 @@ async def _adrive(turn: _Turn, run: Callable[[_Planned], ToolResult]) -> None:
     try:
         while turn.concurrent or running:
             for planned in _startable(turn, slots):
-                future = threads.submit(run, planned)
+                future = _submit(turn, run, planned)
                 running[asyncio.wrap_future(future)] = (planned, future)
             if not running:
                 break
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(running, timeout=_left(turn), return_when=asyncio.FIRST_COMPLETED)
             for waited in done:
                 planned, future = running.pop(waited)
                 slots.release(planned)
                 turn.results[planned.index] = _outcome(future, planned)
+            _ataken_back(turn, running, slots)
         for planned in turn.alone:
             if not _too_late(turn, planned):
-                future = threads.submit(run, planned)
+                future = _submit(turn, run, planned)
                 running[asyncio.wrap_future(future)] = (planned, future)
-                await asyncio.wait(running)
-                running.clear()
-                turn.results[planned.index] = _outcome(future, planned)
+                while running:
+                    done, _ = await asyncio.wait(running, timeout=_left(turn))
+                    for waited in done:
+                        running.pop(waited)
+                        turn.results[planned.index] = _outcome(future, planned)
+                    _ataken_back(turn, running, None)
     except asyncio.CancelledError:
         # What has not started never will (a thread the pool has not given it yet); what runs
         # ends on its thread and records its outcome there.
         for _, future in running.values():
             future.cancel()
         raise
+
+
+def _ataken_back(
+    turn: _Turn,
+    running: dict[asyncio.Future[ToolResult], tuple[_Planned, Future[ToolResult]]],
+    slots: _Slots | None,
+) -> None:
+    """``_taken_back`` for the async driver, whose keys wrap the pool's futures."""
+    if time.monotonic() < turn.deadline:
+        return
+    for waited, (planned, future) in list(running.items()):
+        if future.cancel():
+            running.pop(waited)
+            if slots is not None:
+                slots.release(planned)
+            turn.results[planned.index] = _late()
 
 
 def _outcome(future: Future[ToolResult], planned: _Planned) -> ToolResult:

@@ -11,7 +11,8 @@ never learnt ``initialize``); ``--no-discover`` answers ``server/discover`` with
 server from before 2026 does, and serves the handshake era as usual.
 
 Every HTTP request to ``/mcp`` is logged (method, JSON-RPC method, the ``traceparent`` in its
-``params._meta``) and served as JSON by ``GET /requests``, so tests count what crossed the wire.
+``params._meta``, when it arrived and was answered) and served as JSON by ``GET /requests``, so
+tests count what crossed the wire and see which calls overlapped.
 
 ``--certfile F --keyfile K`` serves https with that certificate; the server names each TLS
 ClientHello asked for (SNI, ``null`` for none) are served as JSON by ``GET /sni``.
@@ -41,6 +42,7 @@ import argparse
 import asyncio
 import json
 import socket
+import time
 from typing import Any
 
 from project.demo_mcp_server import build_server
@@ -81,26 +83,29 @@ def _logged(app: Any, *, refuse_discover: bool) -> Any:
         headers = {key.decode().lower(): value.decode("latin-1") for key, value in scope["headers"]}
         params = parsed.get("params") if isinstance(parsed, dict) else None
         meta = params.get("_meta") if isinstance(params, dict) else None
-        REQUESTS.append(
-            {
-                "http": scope["method"],
-                "method": method,
-                "protocol": headers.get("mcp-protocol-version"),
-                "session": headers.get("mcp-session-id"),
-                # The trace context a client put in params._meta (docs/telemetry.md).
-                "traceparent": meta.get("traceparent") if isinstance(meta, dict) else None,
-                # The capabilities declared: initialize's, or a 2026 request's _meta.
-                "capabilities": (
-                    params.get("capabilities")
-                    if method == "initialize" and isinstance(params, dict)
-                    else meta.get("io.modelcontextprotocol/clientCapabilities")
-                    if isinstance(meta, dict)
-                    else None
-                ),
-                # What a tools/call asked for: a test counts the sends of one call.
-                "arguments": params.get("arguments") if isinstance(params, dict) else None,
-            }
-        )
+        entry: dict[str, Any] = {
+            "http": scope["method"],
+            "method": method,
+            "protocol": headers.get("mcp-protocol-version"),
+            "session": headers.get("mcp-session-id"),
+            # The trace context a client put in params._meta (docs/telemetry.md).
+            "traceparent": meta.get("traceparent") if isinstance(meta, dict) else None,
+            # The capabilities declared: initialize's, or a 2026 request's _meta.
+            "capabilities": (
+                params.get("capabilities")
+                if method == "initialize" and isinstance(params, dict)
+                else meta.get("io.modelcontextprotocol/clientCapabilities")
+                if isinstance(meta, dict)
+                else None
+            ),
+            # What a tools/call asked for: a test counts the sends of one call.
+            "arguments": params.get("arguments") if isinstance(params, dict) else None,
+            "name": params.get("name") if isinstance(params, dict) else None,
+            # When it arrived and was answered (this server's clock): which calls overlapped.
+            "started": time.time(),
+            "ended": None,
+        }
+        REQUESTS.append(entry)
         if refuse_discover and method == "server/discover":
             error = {"code": -32601, "message": "Method not found"}
             await _json(send, 200, {"jsonrpc": "2.0", "id": parsed.get("id"), "error": error})
@@ -114,7 +119,10 @@ def _logged(app: Any, *, refuse_discover: bool) -> Any:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await app(scope, replay, send)
+        try:
+            await app(scope, replay, send)
+        finally:
+            entry["ended"] = time.time()
 
     return wrapper
 
