@@ -21,7 +21,7 @@ from typing import Any
 
 from django.db import transaction
 
-from ..governance import ledger, queued
+from ..governance import preview, queued
 from ..governance.decisions import DecisionRefused, parse_call_id
 from ..governance.models import ToolCall, ToolCallStatus
 from ..mcp.protocol.progress import Progress
@@ -149,7 +149,7 @@ def as_result(call: ToolCall) -> ToolResult:
             "running",
         )
     elif call.status in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
-        kept = ledger.preview_of(call)
+        kept = preview.preview_of(call)
         failed = call.status == ToolCallStatus.FAILED
         if not kept:
             kept = f"{head} {'failed' if failed else 'succeeded'}; its answer was not kept."

@@ -132,9 +132,9 @@ def test_an_interrupted_call_is_recorded_as_may_have_run_and_the_interruption_go
         tools.execute(tool.tool_name, {"text": "x"}, client=client)
     row = ToolCall.objects.get()
     assert (row.status, row.error_kind) == (ToolCallStatus.FAILED, "may_have_run:interrupted")
-    from nr_llm.governance import ledger
+    from nr_llm.governance import preview
 
-    assert "may have run" in ledger.preview_of(row) and "CancelledError" in ledger.preview_of(row)
+    assert "may have run" in preview.preview_of(row) and "CancelledError" in preview.preview_of(row)
     assert client.calls == 1
 
 
