@@ -42,7 +42,7 @@ from ..forms import McpToolForm, TryToolForm
 from ..mcp.protocol import templates
 from ..models import DEFINITION_CHANGED, FeatureKind, McpFeature, McpTool
 from ..tools.offering import strict_reason
-from . import elicit_form, imports, trial_questions
+from . import elicit_form, pins, trial_questions
 from . import trial as tool_trial
 from .features import accept_feature_definition, disable_features, enable_features
 from .links import safe_href
@@ -514,9 +514,9 @@ class McpToolAdmin(TryQuestionsAdmin):
         if "enabled" not in form.changed_data:
             return
         if not obj.enabled:
-            imports.disable_tools([obj.pk])
+            pins.disable_tools([obj.pk])
             return
-        if refusal := imports.accept_definition(obj.pk, form.cleaned_data["reviewed_fingerprint"]):
+        if refusal := pins.accept_definition(obj.pk, form.cleaned_data["reviewed_fingerprint"]):
             self.message_user(request, f"{obj.tool_name} was not enabled: {refusal}.", messages.ERROR)
 
     @admin.display(description="state", ordering="orphaned")
@@ -533,12 +533,12 @@ class McpToolAdmin(TryQuestionsAdmin):
     @admin.display(description="definition changed")
     def definition_review(self, obj: McpTool) -> SafeString:
         """What the server changed since the tool was enabled: each part as enabled, beside it now."""
-        old, new = imports.review(obj)
-        parts = imports.changed_parts(old, new)
+        old, new = pins.review(obj)
+        parts = pins.changed_parts(old, new)
         rows = format_html_join(
             "",
             "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
-            ((imports.PARTS[part], _shown(old.get(part)), _shown(new.get(part))) for part in parts),
+            ((pins.PARTS[part], _shown(old.get(part)), _shown(new.get(part))) for part in parts),
         )
         when = f" on {obj.disabled_at:%Y-%m-%d %H:%M}" if obj.disabled_at else ""
         return format_html(
@@ -563,7 +563,7 @@ class McpToolAdmin(TryQuestionsAdmin):
     def enable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
         # An orphan is gone from its server: enabling it would only offer a model a tool that
         # fails. A changed definition is accepted on the tool's own page, where it can be read.
-        done = imports.enable_tools(queryset.values_list("pk", flat=True))
+        done = pins.enable_tools(queryset.values_list("pk", flat=True))
         self.message_user(request, f"{done.count} tool(s) enabled.")
         if done.orphaned:
             self.message_user(
@@ -582,7 +582,7 @@ class McpToolAdmin(TryQuestionsAdmin):
 
     @admin.action(description="Disable selected tools", permissions=["change"])
     def disable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
-        done = imports.disable_tools(queryset.values_list("pk", flat=True))
+        done = pins.disable_tools(queryset.values_list("pk", flat=True))
         self.message_user(request, f"{done.count} tool(s) disabled.")
 
 
