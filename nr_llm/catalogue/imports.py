@@ -26,12 +26,10 @@ from django.utils import timezone
 
 from .. import tools
 from ..authorization import runtime as authorization
-from ..mcp import Endpoint, McpTransportError
+from ..mcp import Endpoint, McpTransportError, clean, redact
 from ..mcp.protocol.names import InvalidToolName, checked_local_name
 from ..mcp.protocol.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
 from ..mcp.protocol.schema_v1 import first_rule
-from ..mcp.wire.redaction import redact
-from ..mcp.wire.text import clean
 from ..models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
 from ..servers.endpoints import mcp_client
 from . import features, identity, pins

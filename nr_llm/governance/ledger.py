@@ -35,7 +35,7 @@ from django.db import DatabaseError, connection
 from django.db.models import Field
 
 from ..conf import conf
-from ..mcp.wire.text import clean
+from ..mcp import clean
 from ..own_transaction import (
     caller_blocks_own_transaction,
     deadlocked,

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from ..conf import conf
-from ..mcp.wire.text import encodable
+from ..mcp import encodable
 from ..servers import credentials
 from ..servers.credentials import CredentialUnavailable
 from .models import ToolCall

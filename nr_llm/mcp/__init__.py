@@ -20,7 +20,10 @@ from .protocol.endpoint import Endpoint
 from .protocol.features import Completion, PromptMessage, PromptOutcome
 from .protocol.results import CallOutcome, ConnectionReport
 from .wire.connection import ConnectionSettings
-from .wire.errors import McpTransportError
+from .wire.deadline import MINIMUM_LEG_SECONDS, MonotonicClock, OperationDeadline
+from .wire.errors import AuthorizationError, McpTransportError
+from .wire.redaction import redact
+from .wire.text import NAME_LIMIT, clean, encodable
 
 __all__ = [
     "CallOutcome",
@@ -36,4 +39,14 @@ __all__ = [
     "Endpoint",
     "McpClient",
     "McpTransportError",
+    # For the Django side of this package (tests/test_import_graph.py keeps it off the wire's
+    # modules): cleaning remote text, masking secrets, the deadline and the errors it raises.
+    "MINIMUM_LEG_SECONDS",
+    "NAME_LIMIT",
+    "AuthorizationError",
+    "MonotonicClock",
+    "OperationDeadline",
+    "clean",
+    "encodable",
+    "redact",
 ]

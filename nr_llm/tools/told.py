@@ -12,7 +12,7 @@ import re
 
 from ..governance import ledger, preview
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp.wire.text import clean
+from ..mcp import clean
 from .results import ToolResult, ToolStatus
 
 #: What a model is told to do about a call that may have run.
