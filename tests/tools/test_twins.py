@@ -94,7 +94,7 @@ def test_adefinitions_offers_what_definitions_offers():
 
 
 def test_concurrent_aexecute_calls_run_side_by_side_not_on_one_thread():
-    """Four gathered aexecute calls of 0.4 s each overlap: about one call's time, not four."""
+    """Four gathered aexecute calls of 0.4 s each overlap: the client sees all four at once."""
     guarded_tool(requires_approval=False)
     client = RecordingClient(seconds=0.4)
 
@@ -103,10 +103,9 @@ def test_concurrent_aexecute_calls_run_side_by_side_not_on_one_thread():
             *(tools.aexecute("mcp_guarded_echo", {"text": str(i)}, client=client) for i in range(4))
         )
 
-    started = time.monotonic()
     results = asyncio.run(turn())
     assert [r.text for r in results] == [f"echo:{i}" for i in range(4)]
-    assert client.peak == 4 and time.monotonic() - started < 1.2
+    assert client.peak == 4
 
 
 class _Interrupting:
