@@ -10,7 +10,7 @@ face importing its own modules is not a circle).
 
 The layers, lowest first (docs: CONTRIBUTING.md, "Layout"):
 
-0. ``nr_llm.mcp``: the protocol client (its rooms: tests/mcp/test_layers.py).
+0. ``nr_llm.mcp``: the protocol client (its three layers: tests/mcp/test_layers.py).
 1. vocabulary and settings: ``vocabulary``, ``conf``, ``own_transaction``; ``observability``
    (request completion: settings only).
 2. persistence: ``servers.credentials``, the models.

@@ -133,7 +133,7 @@ def enable_tools(tool_ids: Iterable[int]) -> Switched:
 def disable_tools(tool_ids: Iterable[int]) -> Switched:
     with _servers_locked(tool_ids) as rows:
         ids = [row.pk for row in rows if row.enabled]
-        # update() skips auto_now; a switch is an operator's edit, so stamp it.
+        # update() skips auto_now; a switch is an operator's edit, so it sets ``updated`` itself.
         McpTool.objects.filter(pk__in=ids).update(enabled=False, updated=timezone.now())
     return Switched(len(ids))
 

@@ -1,8 +1,6 @@
-"""The kept start of a tool call's answer (the ledger's ``result_preview_ciphertext``), encrypted.
+"""The kept start of a tool call's answer (the ledger's ``result_preview_ciphertext``).
 
-The answer may hold what the arguments asked for, so it is kept only encrypted with the site's
-credential keys, clipped to ``NR_LLM_TOOL_CALL_PREVIEW_CHARS``, and read back for the admin and for
-a call's result read from its row.
+Encrypted with the site's credential keys: an answer may hold what the arguments asked for.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The MCP protocol client. Imports nothing from Django, so it is testable without a
 database and reusable outside Django.
 
-Three rooms, imports one way only (tests/mcp/test_layers.py reads them):
+Three layers, imports one way only (tests/mcp/test_layers.py reads them):
 
 - ``wire/``: HTTP. The leg machine, watchdog, idle pool, host gate, header and body caps,
   event-stream decoding, sealing, the deadline and the error vocabulary. Imports nothing of

@@ -1,4 +1,4 @@
-"""The wire: every HTTP leg of the client (MCP or OAuth), and the vocabulary all rooms share.
+"""The wire: every HTTP leg of the client (MCP or OAuth), and the vocabulary all three layers share.
 
 ``legs`` is the leg machine (the only module that touches ``requests``), ``watchdog`` ends a
 leg at its grant, ``connections`` (urllib3's classes) dial the vetted addresses under it,

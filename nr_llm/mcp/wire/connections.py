@@ -212,7 +212,7 @@ class _PooledConnections:
     """urllib3's pool interface over the process's idle pool (pool.py), for the leg in progress.
 
     urllib3 would keep a connection once its body is read, before the leg knows whether it
-    ended cleanly; here nothing is kept but by the leg's end (``LegWatchdog._settle``)."""
+    ended cleanly; here nothing is kept but by the leg's end (``LegWatchdog._release``)."""
 
     def _get_conn(self, timeout: float | None = None) -> Any:
         watchdog = current_leg.get()

@@ -95,7 +95,7 @@ class LegWatchdog:
             self._handles.clear()
         current_leg.reset(self._token)
         _WATCHMAN.disarm(self)
-        self._settle(keep=self.reusable and not fired and not self.spoiled)
+        self._release(keep=self.reusable and not fired and not self.spoiled)
 
     def adopt(self, connection: Any) -> None:
         """``connection`` serves this leg; its end keeps or closes it."""
@@ -103,7 +103,7 @@ class LegWatchdog:
             self.connection.close()
         self.connection = connection
 
-    def _settle(self, *, keep: bool) -> None:
+    def _release(self, *, keep: bool) -> None:
         connection, self.connection = self.connection, None
         if connection is None:
             return
