@@ -79,9 +79,9 @@ class Stamp:
         table = quote(McpServer._meta.db_table)
         held = connection.ops.for_update_sql(skip_locked=True, no_key=True)
         sql = (
-            f"UPDATE {table} SET {quote(contact.column)} = %s, {quote(latency.column)} = %s "
-            f"WHERE {quote(pk.column)} IN (SELECT {quote(pk.column)} FROM {table} "
-            f"WHERE {quote(identifier.column)} = %s {held})"
+            f"UPDATE {table} SET {quote(str(contact.column))} = %s, {quote(str(latency.column))} = %s "
+            f"WHERE {quote(str(pk.column))} IN (SELECT {quote(str(pk.column))} FROM {table} "
+            f"WHERE {quote(str(identifier.column))} = %s {held})"
         )
         values = [contact.get_db_prep_save(self.now, connection), self.latency_ms, self.identifier]
         with connection.cursor() as cursor:

@@ -68,7 +68,7 @@ def test_only_a_running_row_is_ended_through_the_sites_cursor() -> None:
     row = _running()
     seen: list[str] = []
 
-    def spy(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def spy(execute, sql, params, many, context):
         seen.append(sql)
         return execute(sql, params, many, context)
 

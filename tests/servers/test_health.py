@@ -200,23 +200,22 @@ def test_a_handed_over_stamp_is_one_statement_in_autocommit_on_postgresql(monkey
     row itself), not BEGIN, SAVEPOINT, UPDATE, RELEASE and COMMIT beside the caller's next call."""
     if connection.vendor != "postgresql":
         pytest.skip("SQLite's caller waits for its stamp in one transaction")
+    from nr_llm.own_transaction import hand_over
     from nr_llm.servers import health
 
     server = McpServerFactory.create()
     seen: list[tuple[str, bool]] = []
 
-    def spy(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def spy(execute, sql, params, many, context):
         seen.append((sql.split()[0], connection.get_autocommit()))
         return execute(sql, params, many, context)
 
-    handed = health.hand_over
-
-    def watched(work, **options):  # type: ignore[no-untyped-def]
+    def watched(work, **options):
         def run() -> object:
             with connection.execute_wrapper(spy):
                 return work()
 
-        return handed(run, **options)
+        return hand_over(run, **options)
 
     monkeypatch.setattr(health, "hand_over", watched)
     health.write([health.Stamp(server.identifier, STAMP, 9)])
