@@ -27,6 +27,7 @@ from ..governance.decisions import DecisionRefused, parse_call_id
 from ..governance.models import ToolCall, ToolCallStatus
 from ..mcp.protocol.tasks import TaskOptions
 from ..mcp.wire.deadline import MINIMUM_LEG_SECONDS
+from ..mcp.wire.text import clean
 from ..models import McpTool
 from . import told
 from .execution import follow_claimed, run_claimed
@@ -94,8 +95,13 @@ def _follow(call: ToolCall) -> dict[str, Any]:
     if until is None:
         # Another worker follows the task (or it ended): this delivery has nothing to do.
         return {"call_id": str(pk), "ran": False, "status": call.status}
+    if state.status == "cancelled":
+        # Cancelled from the admin (task_cancel.py): the server said so, and a 2025-11-25 server
+        # ends the task's session with it, so there is nothing left to poll.
+        _end(call, "task_cancelled", _cancelled_text(call, state.task_id), spent)
+        return {"call_id": str(pk), "ran": True, "status": "failed"}
     if remaining < MINIMUM_LEG_SECONDS:
-        _end_past_budget(call, state.task_id, spent)
+        _end(call, "task_pending", _past_budget_text(call, state.task_id), spent)
         return {"call_id": str(pk), "ran": True, "status": "failed"}
     last = remaining <= conf.QUEUED_TASK_SLICE
     if not last:
@@ -145,17 +151,27 @@ def _hand_on(pk: Any) -> None:
     _deliver(pk)
 
 
-def _end_past_budget(call: ToolCall, task_id: str, spent: float) -> None:
-    """The queued budget passed while the server's task ran: the call may have run."""
-    text = (
+def _past_budget_text(call: ToolCall, task_id: str) -> str:
+    return (
         f"Tool call {call.id} ({call.tool_name}) may have run"
-        f"{told.MAY_HAVE_RUN}: the server's MCP task {task_id} had not ended when the call's budget "
-        "(NR_LLM_QUEUED_OPERATION_TIMEOUT) passed; its result was not read."
+        f"{told.MAY_HAVE_RUN}: the server's MCP task {clean(task_id, 100)} had not ended when the "
+        "call's budget (NR_LLM_QUEUED_OPERATION_TIMEOUT) passed; its result was not read."
     )
+
+
+def _cancelled_text(call: ToolCall, task_id: str) -> str:
+    return (
+        f"Tool call {call.id} ({call.tool_name}) may have run in part{told.MAY_HAVE_RUN}: the server "
+        f"cancelled its MCP task {clean(task_id, 100)} when asked to."
+    )
+
+
+def _end(call: ToolCall, kind: str, text: str, spent: float) -> None:
+    """End a call whose task this worker no longer polls: its outcome is unknown (may have run)."""
     ledger.finish(
         call.id,
         is_error=True,
-        error_kind=ledger.may_have_run_kind("task_pending"),
+        error_kind=ledger.may_have_run_kind(kind),
         duration_ms=round(spent * 1000),
         era="",
         result_text=text,
