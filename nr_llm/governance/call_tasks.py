@@ -93,17 +93,23 @@ def now() -> datetime:
     return decisions.approval_moment(None)
 
 
-def take_lease(call_id: uuid.UUID, seconds: float, *, following: bool) -> datetime | None:
+def take_lease(
+    call_id: uuid.UUID, seconds: float, *, following: bool, guarding: datetime | None = None
+) -> datetime | None:
     """Hold ``call_id``'s lease for ``seconds`` (plus the margin); its end, or None when another
     worker holds it or the row is not a running call. ``following``: the call's task was created
-    already (a resumed delivery); otherwise the row is one this worker just claimed."""
+    already (a resumed delivery); otherwise the row is one this worker just claimed.
+    ``guarding``: the lease a scheduled delivery was enqueued to take over when it ends; that
+    lease is taken even if the database's clock lags the scheduler's (SQLite's has whole seconds),
+    while a newer holder's lease never is."""
     moment = now()
     until = moment + timedelta(seconds=seconds + LEASE_MARGIN_SECONDS)
     rows = ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.RUNNING, on_worker=True)
     if following:
-        rows = rows.filter(task_state__isnull=False).filter(
-            Q(task_lease_until__isnull=True) | Q(task_lease_until__lt=moment)
-        )
+        free = Q(task_lease_until__isnull=True) | Q(task_lease_until__lt=moment)
+        if guarding is not None:
+            free |= Q(task_lease_until=guarding)
+        rows = rows.filter(task_state__isnull=False).filter(free)
     taken = ledger.write(lambda: rows.update(task_lease_until=until), each_statement=True)
     return until if taken else None
 

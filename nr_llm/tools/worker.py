@@ -17,6 +17,7 @@ The ``tools/call`` itself is sent once, by the first delivery only.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 import django
@@ -41,8 +42,11 @@ logger = logging.getLogger("nr_llm.tools")
 
 
 @task()
-def run_tool_call(call_id: str) -> dict[str, Any]:
-    """Run the enqueued call ``call_id`` once; the report travels back as JSON (a task result must)."""
+def run_tool_call(call_id: str, lease: str | None = None) -> dict[str, Any]:
+    """Run the enqueued call ``call_id`` once; the report travels back as JSON (a task result must).
+
+    ``lease``: the end of the task lease this delivery was scheduled to take over (ISO 8601).
+    """
     try:
         pk = parse_call_id(call_id)
     except DecisionRefused:
@@ -53,7 +57,7 @@ def run_tool_call(call_id: str) -> dict[str, Any]:
     call = claimed.call
     if claimed.approved is None:
         if call.status == ToolCallStatus.RUNNING and call.on_worker and call.task_state:
-            return _follow(call)
+            return _follow(call, _moment(lease))
         # Not this delivery's to run: said in the worker's log, the row keeps the truth.
         logger.info("tool call %s is %s; this delivery runs nothing", pk, call.status)
         return {"call_id": str(pk), "ran": False, "status": call.status}
@@ -81,7 +85,14 @@ def run_tool_call(call_id: str) -> dict[str, Any]:
     return {"call_id": str(pk), "ran": True, "status": result.status}
 
 
-def _follow(call: ToolCall) -> dict[str, Any]:
+def _moment(lease: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(lease) if lease else None
+    except ValueError:
+        return None
+
+
+def _follow(call: ToolCall, guarding: datetime | None = None) -> dict[str, Any]:
     """Follow the task of a call a worker sent already, if no other worker does: never resent."""
     pk = call.id
     state = call_tasks.state_of(call)
@@ -91,7 +102,7 @@ def _follow(call: ToolCall) -> dict[str, Any]:
     spent = (call_tasks.now() - call.started_at).total_seconds()
     remaining = conf.QUEUED_OPERATION_TIMEOUT - spent
     slice_seconds = max(min(conf.QUEUED_TASK_SLICE, remaining), 0.0)
-    until = call_tasks.take_lease(pk, slice_seconds, following=True)
+    until = call_tasks.take_lease(pk, slice_seconds, following=True, guarding=guarding)
     if until is None:
         # Another worker follows the task (or it ended): this delivery has nothing to do.
         return {"call_id": str(pk), "ran": False, "status": call.status}
@@ -130,12 +141,14 @@ def _defers() -> bool:
     return bool(run_tool_call.get_backend().supports_defer)
 
 
-def _deliver(pk: object, when: object = None) -> None:
-    """Enqueue a delivery of ``pk`` (at ``when``); a backend that refuses is logged: the lease's
-    scheduled delivery or the reaper still ends the call."""
+def _deliver(pk: object, lease: datetime | None = None) -> None:
+    """Enqueue a delivery of ``pk``, at once or (``lease``) to take over when that lease ends; a
+    backend that refuses is logged: the lease's scheduled delivery or the reaper ends the call."""
     try:
-        task = run_tool_call.using(run_after=when) if when is not None else run_tool_call  # type: ignore[arg-type]
-        task.enqueue(str(pk))
+        if lease is None:
+            run_tool_call.enqueue(str(pk))
+        else:
+            run_tool_call.using(run_after=lease).enqueue(str(pk), lease.isoformat())
     except Exception:
         # A reporting boundary: the row keeps the task; the reaper ends it if nobody follows it.
         logger.exception("could not enqueue the next delivery of tool call %s", pk)
