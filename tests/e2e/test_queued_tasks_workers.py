@@ -56,10 +56,11 @@ def test_a_task_survives_a_worker_killed_between_polls(shared_database, tmp_path
         assert tool.task_support == "required"
         enable_tools([tool.pk])
         call = tools.enqueue(tool.tool_name, {"topic": "restarts"})
-        assert call.status == "queued"
+        pk = call.call_id
+        assert call.status == "queued" and pk is not None
         with workers(2, tmp_path, "tests.worker_task_settings", DATABASE_URL=shared_database) as processes:
             row = wait_for(
-                lambda: ToolCall.objects.filter(pk=call.call_id, task_state__isnull=False).first(),
+                lambda: ToolCall.objects.filter(pk=pk, task_state__isnull=False).first(),
                 "the task created and kept on the row",
                 tmp_path,
             )

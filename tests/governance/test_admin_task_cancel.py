@@ -58,6 +58,7 @@ def test_the_page_shows_the_task_and_an_approver_cancels_it(base, settings):
         task_support="required",
     )
     pk = tools.enqueue(tool.tool_name, {}).call_id
+    assert pk is not None
     run_tool_call.call(str(pk))
     row = ToolCall.objects.get(pk=pk)
     state = call_tasks.state_of(row)

@@ -108,6 +108,7 @@ def test_a_task_is_followed_in_slices_handed_on_and_ended_by_the_budget(base, se
 
     # The budget runs out: the last slice polls what is left, then the row ends.
     settings.NR_LLM_QUEUED_OPERATION_TIMEOUT = 30
+    assert row.started_at is not None
     ToolCall.objects.filter(pk=pk).update(started_at=row.started_at - timedelta(seconds=29))
     assert run_tool_call.call(str(pk)) == {"call_id": str(pk), "ran": True, "status": "failed"}
     row.refresh_from_db()
@@ -156,6 +157,7 @@ def test_a_task_the_server_says_failed_is_failed_not_may_have_run(base, settings
     """The server's own "failed" is a failure it reported; the row says so."""
     tool = _tool(settings, base, "failed", "failed")
     pk = tools.enqueue(tool.tool_name, {}).call_id
+    assert pk is not None
     [delivery] = _deliveries(dummy)
     assert run_tool_call.call(*delivery.args)["status"] == "failed"
     row = ToolCall.objects.get(pk=pk)
@@ -176,6 +178,7 @@ def test_a_plain_execute_polls_within_its_budget(base, settings):
     never.server.save()
     ended = tools.execute(never.tool_name, {})
     assert ended.is_error and "may have run" in ended.text and "MCP task " in ended.text
+    assert ended.call_id is not None
     row = ToolCall.objects.get(pk=ended.call_id)
     assert (row.status, row.error_kind, row.task_state) == (
         ToolCallStatus.FAILED,
