@@ -165,6 +165,20 @@ def test_a_task_the_server_says_failed_is_failed_not_may_have_run(base, settings
     assert "reported an error" in tools.result(pk).text
 
 
+def test_a_task_the_server_forgets_ends_may_have_run_task_lost(base, settings, dummy):
+    """A task the server no longer knows cannot be read: the call may have run, and is not resent."""
+    tool = _tool(settings, base, "forget", "forget")
+    pk = tools.enqueue(tool.tool_name, {}).call_id
+    assert pk is not None
+    [delivery] = _deliveries(dummy)
+    assert run_tool_call.call(*delivery.args)["status"] == "failed"
+    row = ToolCall.objects.get(pk=pk)
+    assert row.error_kind == "may_have_run:task_lost"
+    text = tools.result(pk).text
+    assert "may have run" in text and row.task_state is not None and row.task_state["task_id"] in text
+    assert _seen(base, tool).count("tools/call") == 1
+
+
 def test_a_plain_execute_polls_within_its_budget(base, settings):
     """Outside a worker the client polls within the operation's budget: a task that completes is
     the tool's answer; one that outlives the budget is "may have run" with its task id."""
