@@ -23,6 +23,7 @@ DEFAULT_REQUEST_EVENTS: dict[str, Any] = {"include_cancelled": False}
 DEFAULT_TOOL_CALL_PREVIEW_CHARS = 500
 DEFAULT_APPROVAL_EXPIRY_SECONDS = 3600.0
 DEFAULT_QUEUED_OPERATION_TIMEOUT = 600.0
+DEFAULT_QUEUED_TASK_SLICE = 30.0
 DEFAULT_LEDGER_RETENTION_DAYS = 90
 # Every declared data class passes: a site narrows it per model provider (docs/catalogue.md).
 DEFAULT_DATA_CLASS_CEILING = "secretAdjacent"
@@ -200,6 +201,13 @@ class Settings:
         budget of its MCP operation, and when the reaper ends a row no worker finished."""
         value = parse_timeout(getattr(django_settings, "NR_LLM_QUEUED_OPERATION_TIMEOUT", None))
         return DEFAULT_QUEUED_OPERATION_TIMEOUT if value is None else value
+
+    @property
+    def QUEUED_TASK_SLICE(self) -> float:
+        """Seconds one worker follows an MCP task before handing it to the next delivery: how
+        long a task waits, at most, when the worker following it is killed (plus a margin)."""
+        value = parse_timeout(getattr(django_settings, "NR_LLM_QUEUED_TASK_SLICE", None))
+        return DEFAULT_QUEUED_TASK_SLICE if value is None else value
 
     @property
     def LEDGER_RETENTION_DAYS(self) -> int:

@@ -58,6 +58,10 @@ class McpTool(models.Model):
     )
     orphaned = models.BooleanField(default=False)
     orphaned_at = models.DateTimeField(null=True, blank=True)
+    # The tool's listed ``execution.taskSupport`` ("forbidden", "optional", "required"; "" when
+    # not listed): how a call is delivered, not what the tool does, so it is kept outside the
+    # pinned definition and a server that starts offering tasks does not disable the tool.
+    task_support = models.CharField(max_length=16, blank=True, editable=False)
     # SHA-256 of that definition, and the definition (with its fingerprint) an operator last
     # enabled, or that a disabled tool last imported: a tool is offered only while the two
     # fingerprints agree, so a server cannot change what an enabled tool says unreviewed.

@@ -280,10 +280,11 @@ def _in_place() -> bool:
         return True  # no connection now: ``_committed`` opens one, or says why it cannot
 
 
-def hand_over(work: Callable[[], object]) -> Future[object]:
+def hand_over(work: Callable[[], object], *, each_statement: bool = False) -> Future[object]:
     """Run ``work`` in a transaction of its own without waiting for it (a bookkeeping write
-    whose outcome the caller does not need); the returned future says how it ended."""
-    return _writers.submit(functools.partial(_committed, work), "nr-llm-hand-over")
+    whose outcome the caller does not need); the returned future says how it ended.
+    ``each_statement`` as for ``run_in_own_transaction``."""
+    return _writers.submit(functools.partial(_committed, work, each_statement), "nr-llm-hand-over")
 
 
 def settle(timeout: float = 10.0) -> bool:

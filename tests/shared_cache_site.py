@@ -1,7 +1,9 @@
 """Settings and URLs of the site the shared-cache e2e test runs in four processes (two gunicorn
 workers, two ``db_worker`` processes): the worker tests' settings, ``NR_LLM_CACHE`` over the
 Redis named by ``NR_LLM_TEST_REDIS``, and one view that pings a server (``/ping/<identifier>/``,
-answering the worker's pid and the era)."""
+answering the worker's pid and the era). tests/e2e/test_leases_across_processes.py runs a turn
+in it (``/turn/<tool>/?seconds=S&seconds=T``: one call of the tool per ``seconds``, answering the
+worker's pid and each call's status)."""
 
 import os
 from typing import Any
@@ -32,4 +34,12 @@ def ping(request: HttpRequest, identifier: str) -> JsonResponse:
     return JsonResponse({"pid": os.getpid(), "era": report.era, "reachable": report.reachable})
 
 
-urlpatterns: list[Any] = [path("ping/<str:identifier>/", ping)]
+def turn(request: HttpRequest, tool: str) -> JsonResponse:
+    from nr_llm import tools
+
+    calls = [(tool, {"seconds": float(seconds)}) for seconds in request.GET.getlist("seconds")]
+    results = tools.execute_many(calls, actor="site")
+    return JsonResponse({"pid": os.getpid(), "results": [[result.status, result.text] for result in results]})
+
+
+urlpatterns: list[Any] = [path("ping/<str:identifier>/", ping), path("turn/<str:tool>/", turn)]

@@ -59,6 +59,7 @@ _SYNCED_FIELDS = (
     "pinned_definition",
     "pinned_fingerprint",
     "pinned_raw",
+    "task_support",
 )
 #: Written only for the rows an import disables, so an operator's concurrent switch is never undone.
 _DISABLING_FIELDS = ("enabled", "disabled_reason", "disabled_at")
@@ -143,6 +144,8 @@ class _Accepted:
     #: The definition as the server sent it (``raw_definition``), and its input schema in full.
     raw: dict[str, Any]
     sent_schema: Any
+    #: ``execution.taskSupport`` as listed: outside ``raw``, so outside the pin (models.McpTool).
+    task_support: str = ""
 
     @property
     def first_rule_definition(self) -> dict[str, Any]:
@@ -166,6 +169,16 @@ def raw_definition(tool: dict[str, Any]) -> dict[str, Any]:
             )
         )
     )
+
+
+TASK_SUPPORT = frozenset({"forbidden", "optional", "required"})
+
+
+def task_support(tool: dict[str, Any]) -> str:
+    """The tool's listed ``execution.taskSupport``; "" when absent or not one MCP defines."""
+    execution = tool.get("execution")
+    value = execution.get("taskSupport") if isinstance(execution, dict) else None
+    return value if isinstance(value, str) and value in TASK_SUPPORT else ""
 
 
 def _kept_raw(value: Any) -> Any:
@@ -305,6 +318,7 @@ def _validate(identifier: str, advertised: Sequence[dict[str, Any]]) -> tuple[li
                 annotations,
                 raw_definition(tool),
                 tool.get("inputSchema"),
+                task_support(tool),
             )
         )
     counts = Counter(candidate.tool_name for candidate in candidates)
@@ -387,6 +401,7 @@ def _reconcile(
                 "orphaned_at": None,
                 "raw_definition": tool.raw,
                 "definition_fingerprint": fingerprint(tool.raw),
+                "task_support": tool.task_support,
             }
             row = existing.pop(tool.tool_name, None)
             if row is None:

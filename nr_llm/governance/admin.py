@@ -30,6 +30,7 @@ from .. import admin_columns
 from ..models import McpServer, McpTool
 from ..servers.credentials import CredentialUnavailable
 from ..tools import resume
+from ..tools.task_cancel import cancel_task
 from . import columns, dbclock, decisions, filters, ledger, paging, preview, summary, visible
 from .ceiling import label
 from .models import PENDING, ToolCall, ToolCallApproval, ToolCallStatus
@@ -79,6 +80,7 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
                     "actor_column",
                     "status_column",
                     "progress_column",
+                    "task_column",
                     "era",
                     "duration_ms",
                     "data_class_column",
@@ -139,6 +141,11 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
                 "<path:object_id>/resume/",
                 wrap(lambda request, object_id: self.resume(request, object_id)),
                 name=f"{name}_resume",
+            ),
+            path(
+                "<path:object_id>/cancel-task/",
+                wrap(lambda request, object_id: self.cancel_task(request, object_id)),
+                name=f"{name}_cancel_task",
             ),
             *super().get_urls(),
         ]
@@ -213,6 +220,8 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
             "approve_url": reverse(f"{name}_approve", args=[call.pk]),
             "deny_url": reverse(f"{name}_deny", args=[call.pk]),
             "resume_url": reverse(f"{name}_resume", args=[call.pk]),
+            "can_cancel_task": call.status == ToolCallStatus.RUNNING and bool(call.task_state),
+            "cancel_task_url": reverse(f"{name}_cancel_task", args=[call.pk]),
             "digest": call.arguments_digest,
         }
 
@@ -261,6 +270,21 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
         )
         return self._back(object_id)
 
+    def cancel_task(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        # Cancelling acts on a remote system, as running does: the approver's right.
+        if not request.user.has_perm(decisions.APPROVE_PERMISSION):
+            self.message_user(
+                request,
+                f"You may not cancel tasks: that needs the permission {decisions.APPROVE_PERMISSION}.",
+                messages.ERROR,
+            )
+            return self._back(object_id)
+        report = cancel_task(object_id)
+        self.message_user(request, report.text, messages.SUCCESS if report.ok else messages.WARNING)
+        return self._back(object_id)
+
     def _back(self, object_id: str) -> HttpResponseRedirect:
         name = f"admin:{self.opts.app_label}_{self.opts.model_name}"
         try:
@@ -288,6 +312,15 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
     @admin.display(description="progress")
     def progress_column(self, obj: ToolCall) -> str:
         return columns.progress(obj)
+
+    @admin.display(description="MCP task")
+    def task_column(self, obj: ToolCall) -> str:
+        # The kept JSON holds no session id or request state (call_tasks.stored): safe to show.
+        task = obj.task_state if isinstance(obj.task_state, dict) else None
+        if not task:
+            return "none"
+        said = f" · {task['status_message']}" if task.get("status_message") else ""
+        return f"{task.get('task_id', '')} · {task.get('status', '')}{said} ({task.get('era', '')} form)"
 
     @admin.display(description="actor")
     def actor_column(self, obj: ToolCall) -> str:

@@ -12,14 +12,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models.functions import Now
+from django.db.models.sql import Query
 
 
 def database_now() -> datetime:
-    """The database server's clock, in UTC."""
+    """The database server's clock, in UTC.
+
+    Read as Django's ``Now()`` is written, so a moment read here orders with the rows written with
+    ``Now()``: SQLite's and MySQL's plain CURRENT_TIMESTAMP have whole seconds only, which left two
+    calls held in the same second in no order."""
+    query = Query(None)
+    sql, params = query.get_compiler(connection=connection).compile(Now().resolve_expression(query))
     with connection.cursor() as cursor:
-        cursor.execute("SELECT CURRENT_TIMESTAMP")
+        cursor.execute(f"SELECT {sql}", params)
         value: Any = cursor.fetchone()[0]
-    if isinstance(value, str):  # SQLite: "YYYY-MM-DD HH:MM:SS", in UTC
+    if isinstance(value, str):  # SQLite: "YYYY-MM-DD HH:MM:SS.SSS", in UTC
         value = datetime.fromisoformat(value)
     moment: datetime = value if value.tzinfo else value.replace(tzinfo=UTC)
     return moment

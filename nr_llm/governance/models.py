@@ -88,6 +88,13 @@ class ToolCall(models.Model):
     progress = models.FloatField(null=True, blank=True)
     progress_total = models.FloatField(null=True, blank=True)
     progress_message = models.CharField(max_length=200, blank=True)
+    # The MCP task the server answered the call with (``TaskState.as_dict()`` without its session
+    # id and request state, which are encrypted in ``task_secret_ciphertext``: a session id is a
+    # handle on the server's session, and a request state is the server's opaque data). A worker
+    # resumes polling from these; ``task_lease_until`` (database clock) says which worker polls.
+    task_state = models.JSONField(null=True, blank=True, editable=False)
+    task_secret_ciphertext = models.TextField(blank=True, editable=False)
+    task_lease_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created"]

@@ -6,11 +6,12 @@ and the stamp must never cost the caller its answer, nor its time.
 
 An operation's stamp (an import, a ping) is handed to the writer threads
 (``nr_llm.own_transaction``) and not waited for: it runs on their connection, never on the
-caller's, and on PostgreSQL skips a row another transaction holds (``FOR UPDATE SKIP LOCKED``):
-a call that already has its answer never waits on someone else's lock, and the next operation
-stamps again. A server's stamp that finds an earlier one of the same server still waiting for a
-writer takes its place (the row keeps the latest contact either way): however many calls a
-server answers at once, it costs at most one waiting write. On SQLite, whose one write lock the
+caller's, and on PostgreSQL skips a row another transaction holds (``FOR NO KEY UPDATE SKIP
+LOCKED``, one statement in autocommit): a call that already has its answer never waits on
+someone else's lock, and the next operation stamps again. A server's stamp that finds an
+earlier one of the same server still waiting for a writer takes its place (the row keeps the
+latest contact either way): however many calls a server answers at once, it costs at most one
+waiting write. On SQLite, whose one write lock the
 writer thread takes for stamps and ledger rows alike, the caller waits for its stamp (no row
 lock to wait on there), so its own next write never meets it. A caller inside a transaction of
 its own (``ATOMIC_REQUESTS``, an ``atomic`` block) keeps the stamp in a savepoint of it: the
@@ -19,8 +20,8 @@ on SQLite the caller holds the one write lock; there too a locked row is skipped
 
 A caller that writes anyway right after the operation (a tool call's ledger outcome) collects
 its stamps (``carried()``). On SQLite they ride in that write (``rides_along()``): one commit
-for both. Elsewhere they are handed over once the outcome is written, not waited for: in
-autocommit a stamp would wait for a server row another transaction holds.
+for both. Elsewhere they are handed over once the outcome is written, not waited for: the
+caller's return never waits for the stamp's round trip.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ from concurrent.futures import wait
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
+from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from ..mcp.protocol.endpoint import Endpoint
@@ -56,15 +59,34 @@ class Stamp:
         self.latency_ms = max(0, int(latency_ms))
 
     def update(self) -> int:
-        rows = McpServer.objects.filter(identifier=self.identifier)
-        if connection.vendor == "postgresql" and connection.in_atomic_block:
-            # A row another transaction holds (an operator saving the server) is skipped, not
-            # waited for: the next operation stamps again. (MySQL refuses an UPDATE that selects
-            # from its own table, SQLite has no row locks, and in autocommit the statement holds
-            # the row only while it commits.)
-            locked = rows.select_for_update(skip_locked=True).values("pk")
-            rows = McpServer.objects.filter(pk__in=locked)
-        return rows.update(last_contact=self.now, last_latency_ms=self.latency_ms)
+        if connection.vendor == "postgresql":
+            return self._skipping_a_held_row()
+        return McpServer.objects.filter(identifier=self.identifier).update(
+            last_contact=self.now, last_latency_ms=self.latency_ms
+        )
+
+    def _skipping_a_held_row(self) -> int:
+        """PostgreSQL: a row another transaction holds (an operator saving the server) is skipped,
+        not waited for, in a transaction or in autocommit (a writer's one statement, which the
+        ORM refuses to write with ``select_for_update``): the next operation stamps again.
+        (MySQL refuses an UPDATE that selects from its own table, SQLite has no row locks.) The
+        lock is the UPDATE's own, FOR NO KEY UPDATE: FOR UPDATE would also hold back a call's
+        running row of this server (its foreign key check takes FOR KEY SHARE)."""
+        quote = connection.ops.quote_name
+        contact, latency, identifier, pk = (
+            _column(name) for name in ("last_contact", "last_latency_ms", "identifier", "id")
+        )
+        table = quote(McpServer._meta.db_table)
+        held = connection.ops.for_update_sql(skip_locked=True, no_key=True)
+        sql = (
+            f"UPDATE {table} SET {quote(str(contact.column))} = %s, {quote(str(latency.column))} = %s "
+            f"WHERE {quote(str(pk.column))} IN (SELECT {quote(str(pk.column))} FROM {table} "
+            f"WHERE {quote(str(identifier.column))} = %s {held})"
+        )
+        values = [contact.get_db_prep_save(self.now, connection), self.latency_ms, self.identifier]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, values)
+            return int(cursor.rowcount)
 
     def __call__(self) -> None:
         try:
@@ -78,6 +100,12 @@ class Stamp:
             # A reporting boundary: the operation already has its answer, and a bookkeeping
             # failure must never turn that into an error.
             logger.warning("could not record contact with MCP server %s", self.identifier, exc_info=True)
+
+
+def _column(name: str) -> Field[Any, Any]:
+    field = McpServer._meta.get_field(name)
+    assert isinstance(field, Field)
+    return field
 
 
 #: The stamps of the operations the current caller carries into its own next write.
@@ -136,7 +164,10 @@ def write(stamps: list[Stamp]) -> None:
     identifiers = _waiting.put(stamps)
     if identifiers:
         try:
-            hand_over(lambda: _each(_waiting.take(identifiers)))
+            # Each stamp one statement in autocommit (it skips a held row itself): one round
+            # trip on the writer, not five (BEGIN, SAVEPOINT, UPDATE, RELEASE, COMMIT) beside
+            # the caller's next call.
+            hand_over(lambda: _each(_waiting.take(identifiers)), each_statement=True)
         except Exception:
             # No writer to take them (a thread cannot start, at shutdown): taken back, so the
             # server's next stamp hands over a job of its own instead of waiting behind these.

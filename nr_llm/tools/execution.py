@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from django.utils import timezone
 
@@ -45,6 +45,7 @@ from ..governance.models import ToolCall, ToolCallStatus
 from ..mcp import CallOutcome, Endpoint, McpTransportError, clean, encodable, redact
 from ..mcp.protocol import content, resend
 from ..mcp.protocol.progress import ProgressListener
+from ..mcp.protocol.tasks import TaskError, TaskOptions, TaskState
 from ..models import DEFINITION_CHANGED, McpTool
 from ..resources.reading import remember_links
 from ..servers import credentials, health
@@ -71,6 +72,14 @@ class ToolCaller(Protocol):
         arguments: dict[str, Any] | None = None,
         *,
         input_schema: dict[str, Any] | None = None,
+    ) -> CallOutcome: ...
+
+
+class TaskFollower(Protocol):
+    """The part of ``McpClient`` a call whose task was created already needs (a worker's)."""
+
+    def poll_task(
+        self, endpoint: Endpoint, task: TaskState, name: str = "", *, options: TaskOptions | None = None
     ) -> CallOutcome: ...
 
 
@@ -104,6 +113,8 @@ class _Ran:
     result: ToolResult
     error_kind: str = ""
     era: str = ""
+    #: The server's task, still running, kept for a worker to follow: the row is not ended.
+    pending: TaskState | None = None
 
 
 @telemetry.traced("execute")
@@ -475,8 +486,10 @@ def _finish(trace: _Trace, run: Callable[[], _Ran], started: float, wall: WallCl
         if not trace.running:
             health.write(_taken_stamps(trace))  # no outcome write to ride in
     telemetry.note_error(ran.error_kind)
-    if trace.running:
+    if trace.running and ran.pending is None:
         _record_outcome(trace, ran, started, wall)
+    elif ran.pending is not None:
+        health.write(_taken_stamps(trace))  # the row stays running: its task goes on
     return dataclasses.replace(ran.result, call_id=trace.call_id)
 
 
@@ -553,6 +566,9 @@ def _run_remote(
     responder: elicit.Responder | None = None,
     on_progress: ProgressListener | None = None,
     budget: float | None = None,
+    task: TaskOptions | None = None,
+    follow: TaskState | None = None,
+    keep_pending: bool = False,
 ) -> _Ran:
     server = row.server
     origin = _origin(row)
@@ -566,12 +582,15 @@ def _run_remote(
     trace.secret = endpoint.credential
     era = kind = ""
     caller = client or mcp_client()
-    lease = trace.lease = _lease(row, endpoint.budget_seconds)
-    if lease.refusal:
-        text = told.could_not_run(origin, row.remote_name, lease.refusal)
-        return _Ran(ToolResult(text, True, server.identifier, "failed"), "no_place")
-    # Waiting for the place spent part of the budget: the send gets what is left.
-    endpoint = dataclasses.replace(endpoint, budget_seconds=lease.budget)
+    if follow is None:
+        # Following a task polls a call the server accepted: it takes no place, and "could not
+        # run" would be untrue of it.
+        lease = trace.lease = _lease(row, endpoint.budget_seconds)
+        if lease.refusal:
+            text = told.could_not_run(origin, row.remote_name, lease.refusal)
+            return _Ran(ToolResult(text, True, server.identifier, "failed"), "no_place")
+        # Waiting for the place spent part of the budget: the send gets what is left.
+        endpoint = dataclasses.replace(endpoint, budget_seconds=lease.budget)
     trace.state = "sent"
     try:
         # The client's health stamp goes with the outcome's ledger write (_record_outcome).
@@ -585,7 +604,15 @@ def _run_remote(
                     options["responder"] = elicitor
                 if on_progress is not None:
                     options["on_progress"] = on_progress
-                outcome = caller.call_tool(endpoint, row.remote_name, arguments, **options)
+                task = _task_options(row, task)
+                if follow is not None:
+                    # The server accepted the call already: its task is followed, the call not sent.
+                    follower = cast(TaskFollower, caller)
+                    outcome = follower.poll_task(endpoint, follow, row.remote_name, options=task)
+                else:
+                    if task is not None:
+                        options["task"] = task
+                    outcome = caller.call_tool(endpoint, row.remote_name, arguments, **options)
             finally:
                 trace.stamps += stamps
     except McpTransportError as exc:
@@ -594,12 +621,20 @@ def _run_remote(
         if elicit.needs_input(elicitor, exc):
             text = told.needs_input(origin, row.remote_name)
             return _Ran(ToolResult(text, True, server.identifier, "needs_input"), "needs_input")
+        if isinstance(exc, TaskError) and exc.kind == "task_pending" and keep_pending and exc.task:
+            text = f"{origin} is running {row.remote_name!r} as MCP task {clean(exc.task.task_id, 100)}"
+            return _Ran(ToolResult(text, False, server.identifier, "running"), pending=exc.task)
         if authorization.needs_operator(exc):
             text = authorization.unavailable_text(server, row.tool_name, exc)
+        elif isinstance(exc, TaskError) and exc.kind == "task_failed":
+            # The server says the task failed: a failure it reported, not an unknown outcome.
+            text = told.reported_error(origin, str(exc))
         elif resend.may_have_run(exc):
             # "Could not run" would invite the loop to run it again.
             kind = ledger.may_have_run_kind(exc.kind)
             text = told.may_have_run(origin, row.remote_name, exc)
+            if isinstance(exc, TaskError) and exc.task is not None:
+                text += f" (MCP task {clean(exc.task.task_id, 100)})"
         else:
             text = told.could_not_run(origin, row.remote_name, exc)
     else:
@@ -637,6 +672,14 @@ def _lease(row: McpTool, budget: float) -> leases.Lease:
         writes_alone=server.run_writes_alone,
         budget=budget,
     )
+
+
+def _task_options(row: McpTool, given: TaskOptions | None) -> TaskOptions | None:
+    """A task is asked for when the tool lists it (2025-11-25 form), or by a worker that keeps it."""
+    support = row.task_support if row.task_support in ("optional", "required") else None
+    if given is not None:
+        return dataclasses.replace(given, task_support=support)
+    return TaskOptions(task_support=support) if support else None
 
 
 def _unexpected(trace: _Trace, exc: Exception, wall: WallClock) -> ToolResult:
@@ -708,19 +751,22 @@ def run_claimed(
     on_progress: ProgressListener | None = None,
     budget: float | None = None,
     clock: WallClock | None = None,
+    task: TaskOptions | None = None,
+    keep_pending: bool = False,
 ) -> ToolResult:
     """Run ``call``, a row this worker moved to running (``governance/queued.py``), as ``resume``
     runs an approved one; its outcome is recorded, and it never raises.
 
     ``approved``: it was claimed from ``approved`` (its digest must still match); otherwise from
     ``queued``, and a server that came to require approval since it was queued refuses it.
+    ``task``: asks for an MCP task and hears its states; ``keep_pending``: a task still running
+    when the budget ends leaves the row running (status "running") for ``follow_claimed``.
     """
     trace = _Trace(call.tool_name, server=call.server_identifier, call_id=call.id)
     wall = clock or timezone.now
+    remote = {"on_progress": on_progress, "budget": budget, "task": task, "keep_pending": keep_pending}
     try:
-        return _run_claimed(
-            trace, call, client, wall, approved=approved, on_progress=on_progress, budget=budget
-        )
+        return _run_claimed(trace, call, client, wall, approved=approved, remote=remote)
     except Exception as exc:
         return _unexpected(trace, exc, wall)
 
@@ -732,8 +778,7 @@ def _run_claimed(
     wall: WallClock,
     *,
     approved: bool,
-    on_progress: ProgressListener | None = None,
-    budget: float | None = None,
+    remote: dict[str, Any] | None = None,
 ) -> ToolResult:
     # From here the call is this caller's alone: every way out records how it ended.
     trace.state = "recorded"
@@ -780,10 +825,56 @@ def _run_claimed(
     user_id = call.actor_user_id
     return _finish(
         trace,
-        lambda: _run_remote(trace, row, arguments, client, user_id, on_progress=on_progress, budget=budget),
+        lambda: _run_remote(trace, row, arguments, client, user_id, **(remote or {})),
         started,
         wall,
     )
+
+
+def follow_claimed(
+    call: ToolCall,
+    state: TaskState,
+    *,
+    task: TaskOptions,
+    budget: float,
+    keep_pending: bool,
+    client: TaskFollower | None = None,
+    clock: WallClock | None = None,
+) -> ToolResult:
+    """Follow the MCP task of ``call``, a running row whose task lease this worker holds: the
+    task is polled and its result read, the call is never sent again; the outcome is recorded
+    as ``run_claimed`` records it (a task still running with ``keep_pending``: status "running")."""
+    trace = _Trace(call.tool_name, server=call.server_identifier, call_id=call.id, state="sent")
+    wall = clock or timezone.now
+    try:
+        row = (
+            McpTool.objects.select_related("server").filter(pk=call.tool_id).first() if call.tool_id else None
+        )
+        if row is None:
+            text = f"tool call {call.id} may have run: its tool left the catalogue while its MCP task ran"
+            ran = _Ran(ToolResult(text, True, trace.server), ledger.may_have_run_kind("task_lost"))
+            return _finish(trace, lambda: ran, time.monotonic(), wall)
+        trace.origin = _origin(row)
+        caller = cast(ToolCaller, client)
+        found, user_id = row, call.actor_user_id
+        return _finish(
+            trace,
+            lambda: _run_remote(
+                trace,
+                found,
+                {},
+                caller,
+                user_id,
+                budget=budget,
+                task=task,
+                follow=state,
+                keep_pending=keep_pending,
+            ),
+            time.monotonic(),
+            wall,
+        )
+    except Exception as exc:
+        return _unexpected(trace, exc, wall)
 
 
 def _changed_since(call: ToolCall, row: McpTool | None) -> str:

@@ -24,6 +24,7 @@ from django.db import transaction
 from ..governance import preview, queued
 from ..governance.decisions import DecisionRefused, parse_call_id
 from ..governance.models import ToolCall, ToolCallStatus
+from ..mcp import clean
 from ..mcp.protocol.progress import Progress
 from . import threads, told
 from .execution import prepare_queued
@@ -145,7 +146,8 @@ def as_result(call: ToolCall) -> ToolResult:
         text, status = f"{head} is approved and waits for resume(); it has not run.", "awaiting_approval"
     elif call.status == ToolCallStatus.RUNNING:
         text, status = (
-            f"{head} is running{_progress_text(progress)}; its outcome is recorded when it ends.",
+            f"{head} is running{_progress_text(progress)}{_task_text(call)}; its outcome is recorded "
+            "when it ends.",
             "running",
         )
     elif call.status in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
@@ -174,3 +176,13 @@ def _progress_text(progress: Progress | None) -> str:
     of = f" of {progress.total:g}" if progress.total is not None else ""
     said = f": {progress.message}" if progress.message else ""
     return f" (progress {progress.progress:g}{of}{said})"
+
+
+def _task_text(call: ToolCall) -> str:
+    """The server's MCP task the call waits on, as the row keeps it (no session id, no state)."""
+    task = call.task_state if isinstance(call.task_state, dict) else None
+    if not task:
+        return ""
+    return (
+        f" as MCP task {clean(str(task.get('task_id', '')), 100)} ({clean(str(task.get('status', '')), 20)})"
+    )

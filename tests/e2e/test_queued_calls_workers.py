@@ -9,7 +9,10 @@ and server-everything (its long-running tool reports progress).
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,7 +36,7 @@ from tests.e2e.test_import_workers import _database_url, wait_for, workers
 from tests.e2e.test_mcp_server_everything import EVERYTHING, PEERS
 from tests.factories import McpServerFactory, McpToolFactory
 from tests.governance.helpers import approver
-from tests.peers import running, sdk_server
+from tests.peers import ROOT, running, sdk_server
 
 # SQLite: a file this module sets up itself (shared_database); the suite's in-memory test database
 # stays open in this process whatever is closed, so it is not asked for at all.
@@ -51,12 +54,22 @@ def _id(result: ToolResult) -> uuid.UUID:
 
 
 @pytest.fixture
-def shared_database(tmp_path: Path, django_db_blocker, settings) -> Iterator[str]:
-    """A database this process and the worker processes share; yields its URL for the workers."""
+def shared_database(request, tmp_path: Path, django_db_blocker, settings) -> Iterator[str | None]:
+    """A database this process and the worker processes share; yields its URL for the workers.
+
+    None: the test already ran, and passed, in a pytest process of its own. On SQLite, once the
+    session has made its in-memory test database, this process's connection cannot leave it (Django
+    ignores closing an in-memory database, which would destroy it), so the workers' file would never
+    be the one this process reads."""
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
     settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
     if not SQLITE:
         yield _database_url()
+        return
+    name = str(connection.settings_dict["NAME"])
+    if name == ":memory:" or "mode=memory" in name:  # as Django's SQLite backend tells
+        _run_apart(request.node.nodeid, tmp_path)
+        yield None
         return
     with django_db_blocker.unblock():
         saved = connection.settings_dict["NAME"]
@@ -69,6 +82,15 @@ def shared_database(tmp_path: Path, django_db_blocker, settings) -> Iterator[str
         finally:
             connection.close()
             connection.settings_dict["NAME"] = saved
+
+
+def _run_apart(nodeid: str, tmp_path: Path) -> None:
+    """Run one test in a pytest process whose database is a file from the start."""
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'apart.sqlite3'}"}
+    args = [sys.executable, "-m", "pytest", nodeid, "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    result = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    output = result.stdout[-4000:] + result.stderr[-2000:]
+    assert result.returncode == 0 and " passed" in result.stdout, output
 
 
 def _slow_tool(url: str, *, requires_approval: bool = False) -> McpTool:
@@ -101,6 +123,8 @@ def _run_workers(count: int, tmp_path: Path, url: str):
 def test_twelve_enqueued_calls_each_run_once_on_two_workers(shared_database, tmp_path):
     """Twelve calls queued at once: each is sent to the server exactly once, each row succeeded,
     and both workers took a share."""
+    if shared_database is None:
+        return  # passed in a process of its own (shared_database)
     with sdk_server("--stateless") as url:
         tool = _slow_tool(url)
         seconds = [round(0.2 + n / 1000, 3) for n in range(12)]
@@ -123,6 +147,8 @@ def test_twelve_enqueued_calls_each_run_once_on_two_workers(shared_database, tmp
 def test_a_worker_killed_mid_call_never_gets_its_call_run_again(shared_database, tmp_path, settings):
     """SIGKILL to the worker running a call: a redelivered task runs nothing on the other worker,
     and past its budget the reaper ends the row "may have run". The server was sent it once."""
+    if shared_database is None:
+        return  # passed in a process of its own (shared_database)
     settings.NR_LLM_QUEUED_OPERATION_TIMEOUT = 60
     with sdk_server("--stateless") as url:
         tool = _slow_tool(url)
@@ -166,6 +192,8 @@ def test_a_worker_killed_mid_call_never_gets_its_call_run_again(shared_database,
 
 def test_an_approved_held_call_runs_on_a_worker_without_resume(shared_database, tmp_path):
     """A call of a server that requires approval waits; the approval alone gets it run."""
+    if shared_database is None:
+        return  # passed in a process of its own (shared_database)
     with sdk_server("--stateless") as url:
         tool = _slow_tool(url, requires_approval=True)
         with _run_workers(2, tmp_path, shared_database):
@@ -185,6 +213,8 @@ def test_an_approved_held_call_runs_on_a_worker_without_resume(shared_database, 
 def test_progress_of_a_long_running_tool_shows_on_the_row(shared_database, tmp_path):
     """server-everything's long-running tool reports each step; the row shows progress while the
     call runs and its last report once it ends."""
+    if shared_database is None:
+        return  # passed in a process of its own (shared_database)
     if not EVERYTHING.exists():
         pytest.fail("server-everything is not installed: run `make peers`")
     command = ["node", "-r", str(PEERS / "loopback.cjs"), str(EVERYTHING), "streamableHttp"]

@@ -17,8 +17,7 @@ from nr_llm.catalogue import import_catalogue
 from nr_llm.models import McpTool, ToolCall
 from tests.e2e.chromium import chromium_page, log_in
 from tests.factories import McpServerFactory
-from tests.peers import ROOT, running
-from tests.peers.features_server import VERIFY_URL
+from tests.peers import ROOT, VERIFY_URL, running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -16,6 +16,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+#: What features_server's ``verify`` asks a person to open: a scheme a page must never make a
+#: live link. Here, not in that server's module: importing it in a test would replace this
+#: package's ``sdk_server`` function with the module of that name.
+VERIFY_URL = "javascript:alert(document.domain)//https://example.invalid/verify"
 
 
 @contextlib.contextmanager

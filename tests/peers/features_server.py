@@ -16,15 +16,12 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, Resolve
 from pydantic import BaseModel, Field
 
+from tests.peers import VERIFY_URL
 from tests.peers.sdk_server import _logged, _modern_only, _security
 
 PIXEL = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
-
-
-#: What ``verify`` asks a person to open: a scheme a page must never make a live link.
-VERIFY_URL = "javascript:alert(document.domain)//https://example.invalid/verify"
 
 
 def build_server() -> Any:

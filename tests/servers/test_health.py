@@ -192,3 +192,34 @@ def test_the_stamp_never_waits_on_another_requests_row_lock(in_transaction):
     assert settle(10)
     stamped = McpServer.objects.get(pk=server.pk)
     assert (stamped.last_contact, stamped.last_latency_ms) == (STAMP, 7)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_handed_over_stamp_is_one_statement_in_autocommit_on_postgresql(monkeypatch):
+    """PostgreSQL: the writer runs a call's stamp as one UPDATE in autocommit (it skips a held
+    row itself), not BEGIN, SAVEPOINT, UPDATE, RELEASE and COMMIT beside the caller's next call."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's caller waits for its stamp in one transaction")
+    from nr_llm.own_transaction import hand_over
+    from nr_llm.servers import health
+
+    server = McpServerFactory.create()
+    seen: list[tuple[str, bool]] = []
+
+    def spy(execute, sql, params, many, context):
+        seen.append((sql.split()[0], connection.get_autocommit()))
+        return execute(sql, params, many, context)
+
+    def watched(work, **options):
+        def run() -> object:
+            with connection.execute_wrapper(spy):
+                return work()
+
+        return hand_over(run, **options)
+
+    monkeypatch.setattr(health, "hand_over", watched)
+    health.write([health.Stamp(server.identifier, STAMP, 9)])
+    assert settle(10)
+    assert seen == [("UPDATE", True)]
+    server.refresh_from_db()
+    assert (server.last_contact, server.last_latency_ms) == (STAMP, 9)
