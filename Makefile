@@ -16,7 +16,7 @@ PEERS := tests/e2e/peers
 # The official conformance suite (two versions) and the Node 22 it needs.
 CONFORMANCE := tests/conformance/peers
 
-.PHONY: demo test lint typecheck pytest venv peers clean
+.PHONY: demo test test-fast lint typecheck pytest venv peers clean
 
 # PYTHONWARNINGS=ignore: setuptools prints a warning box for every editable install; it says
 # nothing about this one.
@@ -57,6 +57,11 @@ pytest: venv peers
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# The unit layer while you work: no real servers, browser or conformance suite (marker e2e,
+# tests/e2e/, tests/conformance/) and no wheel build; no npm peers needed.
+test-fast: venv
+	$(BIN)/pytest -m "not e2e and not wheel" --ignore=tests/e2e --ignore=tests/conformance $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -1,6 +1,6 @@
 """What the server changelist shows, as plain functions of a row and a clock.
 
-Kept out of admin.py so each column is testable with a fixed ``now`` and no request.
+Kept out of servers/admin.py so each column is testable with a fixed ``now`` and no request.
 Every piece of text that came from an operator or a remote server goes through
 ``format_html`` / ``escape``: a server's self-description is data, never markup.
 """

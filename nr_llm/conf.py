@@ -14,10 +14,6 @@ from django.conf import settings as django_settings
 
 from .mcp import ConnectionSettings
 from .mcp.protocol.content import DEFAULT_BLOCK_BYTES, DEFAULT_TOTAL_BYTES, ContentLimits
-
-# The protocol client's own default (it runs without Django too): below gunicorn's 2 s
-# keep-alive, uvicorn's 5 s and nginx's 75 s (nr_llm/mcp/wire/pool.py says why).
-from .mcp.wire.pool import DEFAULT_KEEPALIVE_SECONDS
 from .vocabulary import DataClass
 
 DEFAULT_OPERATION_TIMEOUT = 20.0
@@ -127,7 +123,9 @@ class Settings:
         """Seconds an idle connection is kept for the next operation to the same server; 0 turns
         reuse off (every leg dials anew). Unusable values fall back to the default."""
         value = parse_lifetime(getattr(django_settings, "NR_LLM_MCP_KEEPALIVE_SECONDS", None))
-        return DEFAULT_KEEPALIVE_SECONDS if value is None else value
+        # The protocol client's own default (it runs without Django too): below gunicorn's 2 s
+        # keep-alive, uvicorn's 5 s and nginx's 75 s (nr_llm/mcp/wire/pool.py says why).
+        return ConnectionSettings.keepalive_seconds if value is None else value
 
     @property
     def MCP_ALLOW_PRIVATE_NETWORKS(self) -> bool:

@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 
 from nr_llm import catalogue, tools
-from nr_llm.admin import DESCRIPTION_CHARS
 from nr_llm.catalogue import import_catalogue
+from nr_llm.catalogue.admin import DESCRIPTION_CHARS
 from nr_llm.models import McpTool
 
 from .admin_clients import csrf_checking_client, messages_of, post_action, staff_client

@@ -10,13 +10,15 @@ face importing its own modules is not a circle).
 
 The layers, lowest first (docs: CONTRIBUTING.md, "Layout"):
 
-0. ``nr_llm.mcp``: the protocol client (its rooms: tests/mcp/test_layers.py).
+0. ``nr_llm.mcp``: the protocol client (its three layers: tests/mcp/test_layers.py).
 1. vocabulary and settings: ``vocabulary``, ``conf``, ``own_transaction``; ``observability``
    (request completion: settings only).
 2. persistence: ``servers.credentials``, the models.
 3. services: everything not named in another layer (forms too: the admin and the
    servers' configuration file validate with them).
 4. entry points: admin, views, urls, management commands, checks, ``apps``.
+
+Outside layer 0, the client's wire is reached only through its face, ``nr_llm.mcp``.
 """
 
 from __future__ import annotations
@@ -169,7 +171,41 @@ def test_the_reader_finds_a_circle_and_an_upward_import() -> None:
     assert layer("nr_llm.models") > layer("nr_llm.conf")
 
 
-@pytest.mark.parametrize("module", ["nr_llm.mcp.protocol.client", "nr_llm.vocabulary", "nr_llm.admin"])
+@pytest.mark.parametrize(
+    "module", ["nr_llm.mcp.protocol.client", "nr_llm.vocabulary", "nr_llm.servers.admin"]
+)
 def test_every_layer_is_named(module: str) -> None:
     """The modules the layers are drawn from exist (a rename would silently move them to 3)."""
     assert module in MODULES
+
+
+#: Django-side modules that may read the client's wire directly, and why.
+WIRE_READERS = {
+    # The app's spans extend the client's own: the same tracer, masking and clipping.
+    "nr_llm.tools.telemetry": "shares the client's tracer",
+}
+
+
+def _wire_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if not module.startswith("nr_llm.mcp") and module not in WIRE_READERS
+        for target in targets
+        if target.startswith("nr_llm.mcp.wire")
+    )
+
+
+def test_the_django_side_uses_the_client_through_its_face() -> None:
+    """Outside ``nr_llm.mcp`` nothing imports a module of its wire: what the Django side needs
+    of it (cleaning remote text, masking, the errors, a deadline) is named by ``nr_llm.mcp``."""
+    assert _wire_imports(GRAPH) == []
+
+
+def test_the_face_check_finds_a_wire_import() -> None:
+    """The check can fail: a function-level import of the wire's text module is flagged; the
+    same name taken from the face is not."""
+    turn = MODULES["nr_llm.tools.turn"]
+    deep = imports_of(turn, "def f():\n    from ..mcp.wire.text import clean\n")
+    assert _wire_imports({"nr_llm.tools.turn": deep}) == ["nr_llm.tools.turn imports nr_llm.mcp.wire.text"]
+    assert _wire_imports({"nr_llm.tools.turn": imports_of(turn, "from ..mcp import clean\n")}) == []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from ..mcp.wire.errors import AuthorizationError, McpTransportError
+from ..mcp import AuthorizationError, McpTransportError
 from ..models import McpServer
 from .columns import REASONS
 from .store import DatabaseGrantStore

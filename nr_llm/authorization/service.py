@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ..conf import conf
+from ..mcp import McpTransportError, MonotonicClock, OperationDeadline, clean
 from ..mcp.oauth import (
     Challenge,
     ClientConfig,
@@ -41,9 +42,6 @@ from ..mcp.oauth import (
 from ..mcp.oauth.grants import revoke
 from ..mcp.oauth.identity import GrantType
 from ..mcp.oauth.scopes import union
-from ..mcp.wire.deadline import MonotonicClock, OperationDeadline
-from ..mcp.wire.errors import McpTransportError
-from ..mcp.wire.text import clean
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
 from ..servers import credentials
 from . import identity_tokens

@@ -47,10 +47,9 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from ..mcp import MINIMUM_LEG_SECONDS, AuthorizationError, McpTransportError, OperationDeadline
 from ..mcp.oauth import ClientRegistration, Grant
 from ..mcp.oauth.store import ServerLocks, lock_wait_seconds, wait_exhausted
-from ..mcp.wire.deadline import MINIMUM_LEG_SECONDS, OperationDeadline
-from ..mcp.wire.errors import AuthorizationError, McpTransportError
 from ..models import McpServer
 from ..own_transaction import run_in_own_transaction
 from ..servers import credentials

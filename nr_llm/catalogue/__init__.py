@@ -1,8 +1,9 @@
 """Tool catalogues on the Django side: importing a server's tools, their pins, the import's
 state, and trying a tool from the admin.
 
-- ``imports``: the import itself (``import_catalogue``), the pinned definitions and their
-  review (``review``, ``accept_definition``), enabling and disabling tools;
+- ``imports``: the import itself (``import_catalogue``);
+- ``pins``: the pinned definitions and their review (``review``, ``accept_definition``),
+  enabling and disabling tools;
 - ``import_state``: queued / running / idle for the admin, a stalled run read as stalled;
 - ``trial``: the admin's "Try tool" (through ``tools.execute``, so the ledger records it).
 
@@ -24,21 +25,23 @@ from .imports import (
     MAX_RAW_PART_BYTES,
     MAX_TITLE,
     MAX_TOOLS,
-    PARTS,
     CatalogueClient,
     ChangedDefinition,
     ImportProgress,
     ImportReport,
+    import_catalogue,
+    raw_definition,
+)
+from .pins import (
+    PARTS,
     Switched,
     accept_definition,
     changed_parts,
     disable_tools,
     enable_tools,
-    import_catalogue,
-    raw_definition,
+    fingerprint,
     review,
 )
-from .pins import fingerprint
 
 __all__ = [
     "FeatureReport",

@@ -16,7 +16,7 @@ from typing import Any
 
 from django import forms
 
-from ..mcp.wire.text import clean
+from ..mcp import clean
 
 #: A schema with more properties than this is a server's mistake, not a form to draw.
 MAX_FIELDS = 50

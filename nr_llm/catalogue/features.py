@@ -22,10 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 from django.db import transaction
 from django.utils import timezone
 
-from ..mcp import Endpoint, McpTransportError
+from ..mcp import Endpoint, McpTransportError, clean, redact
 from ..mcp.protocol.client import Features
-from ..mcp.wire.redaction import redact
-from ..mcp.wire.text import clean
 from ..models import DEFINITION_CHANGED, FeatureKind, McpFeature, McpServer, feature_definition
 from ..servers.endpoints import mcp_client
 from . import identity

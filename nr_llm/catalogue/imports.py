@@ -5,23 +5,18 @@ the server row locked, so a slow server never holds a database lock, yet two imp
 one server still serialize where it matters. A refusal changes nothing but the server's
 import status and reason.
 
-Definitions are pinned: each tool's description, title, schemas and annotations are
-fingerprinted as the server sent them (``raw_definition``), not as this package normalised
-them, so a better normaliser never disables a tool its server did not change. An enabled tool
-whose fingerprint changes is disabled in the same transaction that stores the new text, until an
-operator reads the change and enables it again (``accept_definition``); enabling and disabling
-take the same server lock as the reconcile.
+Definitions are pinned (pins.py): an enabled tool whose definition changes is disabled in the
+same transaction that stores the new text, until an operator reviews it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -31,16 +26,14 @@ from django.utils import timezone
 
 from .. import tools
 from ..authorization import runtime as authorization
-from ..mcp import Endpoint, McpTransportError
+from ..mcp import Endpoint, McpTransportError, clean, redact
 from ..mcp.protocol.names import InvalidToolName, checked_local_name
 from ..mcp.protocol.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
 from ..mcp.protocol.schema_v1 import first_rule
-from ..mcp.wire.redaction import redact
-from ..mcp.wire.text import clean
 from ..models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
 from ..servers.endpoints import mcp_client
-from . import features, identity
-from .pins import fingerprint
+from . import features, identity, pins
+from .pins import PARTS, fingerprint
 
 MAX_TOOLS = 500
 #: A remote description is text a model reads on every request; more than this is not a description.
@@ -70,14 +63,6 @@ _SYNCED_FIELDS = (
 )
 #: Written only for the rows an import disables, so an operator's concurrent switch is never undone.
 _DISABLING_FIELDS = ("enabled", "disabled_reason", "disabled_at")
-#: The parts of a definition, as MCP names them, and as an operator reads them.
-PARTS = {
-    "title": "title",
-    "description": "description",
-    "inputSchema": "input schema",
-    "outputSchema": "output schema",
-    "annotations": "annotations",
-}
 
 
 @dataclass(frozen=True)
@@ -207,15 +192,6 @@ def _kept_raw(value: Any) -> Any:
     if size <= MAX_RAW_PART_BYTES and not contains_nul(value):
         return value
     return {"not kept": "too large or not storable", "sha256": hashlib.sha256(text.encode()).hexdigest()}
-
-
-def changed_parts(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
-    """Which parts (PARTS keys) differ between two definitions, in PARTS order.
-
-    Compared as values, as an import compares a row with what it fetched: a stored pin has been
-    through the database's JSON (PostgreSQL writes 1e2 back as 100), the fetched text has not.
-    """
-    return tuple(part for part in PARTS if old.get(part) != new.get(part))
 
 
 def import_catalogue(
@@ -439,7 +415,7 @@ def _reconcile(
                     McpTool(server=locked, tool_name=tool.tool_name, enabled=False, **fresh, **pin)
                 )
                 continue
-            parts = _pin(row, tool, fresh)
+            parts = pins.decide(row, tool, fresh)
             if parts:
                 reviews.append(ChangedDefinition(row.tool_name, parts))
                 fresh.update(enabled=False, disabled_reason=DEFINITION_CHANGED, disabled_at=now)
@@ -479,55 +455,6 @@ def _reconcile(
     return report
 
 
-def _pin(row: McpTool, tool: _Accepted, fresh: dict[str, Any]) -> tuple[str, ...]:
-    """Decide ``row``'s pin for the imported ``tool``; the changed parts when it must be disabled.
-
-    An enabled tool keeps the definition an operator enabled: a different one disables it. One
-    awaiting review keeps the pin it was enabled with, so its page shows everything since. Any
-    other disabled tool simply follows its server. A pin is compared with what the server sent;
-    one made under the first schema rule, with what that rule makes of it (``first_rule``).
-    """
-    if row.enabled:
-        pinned, now = _comparable(row, tool)
-        parts = changed_parts(pinned, now)
-        if parts:
-            fresh.update(pinned_definition=pinned, pinned_fingerprint=fingerprint(pinned))
-            return parts
-    elif row.awaiting_review:
-        return ()
-    fresh.update(
-        pinned_definition=tool.raw, pinned_fingerprint=fresh["definition_fingerprint"], pinned_raw=True
-    )
-    return ()
-
-
-def _comparable(row: McpTool, tool: _Accepted) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The row's pin, and the imported definition in the same terms."""
-    if row.pinned_raw and row.pinned_fingerprint:
-        return row.pinned_definition, tool.raw
-    then = tool.first_rule_definition
-    # A row from before pinning has no pin yet: what it stored stands in for one; the parts it
-    # did not store then (title, output schema) are taken as they come, not held against it.
-    return (row.pinned_definition if row.pinned_fingerprint else {**then, **_stored_then(row)}), then
-
-
-def review(row: McpTool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The definition an operator enabled and the current one, comparable part by part (admin)."""
-    if row.pinned_raw or not row.raw_definition:
-        return row.pinned_definition, row.raw_definition or row.definition
-    # Pinned under the first rule: the server's current definition as that rule saw it.
-    raw = row.raw_definition
-    return row.pinned_definition, {**row.definition, "inputSchema": first_rule(raw.get("inputSchema"))}
-
-
-def _stored_then(row: McpTool) -> dict[str, Any]:
-    return {
-        "description": row.description,
-        "inputSchema": row.input_schema,
-        "annotations": row.remote_annotations,
-    }
-
-
 def _catalogue_settings(server: McpServer) -> tuple[str, str, bool]:
     """What decides which tools an import fetches and what they are called."""
     return server.identifier, server.url, bool(server.data_class)
@@ -555,93 +482,3 @@ def _copy(server: McpServer, fields: dict[str, Any]) -> None:
     # Keep the caller's instance truthful without a reload.
     for key, value in fields.items():
         setattr(server, key, value)
-
-
-@dataclass(frozen=True)
-class Switched:
-    """What enabling (or disabling) a selection of tools did."""
-
-    count: int
-    #: Left disabled: gone from their server.
-    orphaned: int = 0
-    #: Left disabled: their definition changed; each is enabled on its own page, after reading.
-    to_review: tuple[str, ...] = ()
-
-
-def enable_tools(tool_ids: Iterable[int]) -> Switched:
-    """Enable the given tools, except orphans and tools whose definition awaits review."""
-    with _servers_locked(tool_ids) as rows:
-        orphans = [row for row in rows if row.orphaned and not row.enabled]
-        review = sorted(row.tool_name for row in rows if row.awaiting_review and not row.orphaned)
-        chosen = [row for row in rows if not (row.enabled or row.orphaned or row.awaiting_review)]
-        for row in chosen:
-            _accept(row)
-        McpTool.objects.bulk_update(chosen, _ACCEPTED_FIELDS)
-    return Switched(len(chosen), len(orphans), tuple(review))
-
-
-def disable_tools(tool_ids: Iterable[int]) -> Switched:
-    with _servers_locked(tool_ids) as rows:
-        ids = [row.pk for row in rows if row.enabled]
-        # update() skips auto_now; a switch is an operator's edit, so stamp it.
-        McpTool.objects.filter(pk__in=ids).update(enabled=False, updated=timezone.now())
-    return Switched(len(ids))
-
-
-def accept_definition(tool_id: int, reviewed: str) -> str:
-    """Enable one tool, its current definition becoming the pinned one; "" or why not.
-
-    ``reviewed`` is the fingerprint of the definition the operator read: if an import changed it
-    meanwhile, what they read is not what would be enabled, and nothing changes.
-    """
-    with _servers_locked([tool_id]) as rows:
-        if not rows:
-            return "the tool no longer exists"
-        (row,) = rows
-        if row.orphaned:
-            return "it is gone from its server's catalogue"
-        if row.definition_fingerprint != reviewed:
-            return "its definition changed again while you read it; read it again"
-        _accept(row)
-        McpTool.objects.bulk_update([row], _ACCEPTED_FIELDS)
-    return ""
-
-
-_ACCEPTED_FIELDS = [
-    "enabled",
-    "pinned_definition",
-    "pinned_fingerprint",
-    "pinned_raw",
-    "disabled_reason",
-    "disabled_at",
-    "updated",
-]
-
-
-def _accept(row: McpTool) -> None:
-    row.enabled = True
-    # A row no import has stored a raw definition for yet (from before 0007) pins what it stored.
-    row.pinned_raw = bool(row.raw_definition)
-    row.pinned_definition = row.raw_definition or row.definition
-    row.pinned_fingerprint = row.definition_fingerprint or fingerprint(row.pinned_definition)
-    row.definition_fingerprint = row.pinned_fingerprint
-    row.disabled_reason = ""
-    row.disabled_at = None
-    row.updated = timezone.now()
-
-
-@contextlib.contextmanager
-def _servers_locked(tool_ids: Iterable[int]) -> Iterator[list[McpTool]]:
-    """The tools, re-read under their servers' row locks: an import reconciling one of those
-    servers either finished before or waits until the switch is committed."""
-    ids = list(tool_ids)
-    with transaction.atomic():
-        servers = McpTool.objects.filter(pk__in=ids).order_by().values_list("server_id", flat=True).distinct()
-        # In pk order: two switches over the same servers never wait for each other in a circle.
-        list(
-            McpServer.objects.select_for_update()
-            .filter(pk__in=list(servers))
-            .order_by("pk")
-            .values_list("pk")
-        )
-        yield list(McpTool.objects.filter(pk__in=ids).order_by("tool_name"))

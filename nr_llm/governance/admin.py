@@ -31,7 +31,7 @@ from ..models import McpServer, McpTool
 from ..servers.credentials import CredentialUnavailable
 from ..tools import resume
 from ..tools.task_cancel import cancel_task
-from . import columns, dbclock, decisions, filters, ledger, paging, summary, visible
+from . import columns, dbclock, decisions, filters, ledger, paging, preview, summary, visible
 from .ceiling import label
 from .models import PENDING, ToolCall, ToolCallApproval, ToolCallStatus
 
@@ -356,13 +356,13 @@ class ToolCallAdmin(admin.ModelAdmin[ToolCall]):
     @admin.display(description="answer (kept start)")
     def result_column(self, obj: ToolCall) -> SafeString | str:
         try:
-            kept = ledger.preview_of(obj)
+            kept = preview.preview_of(obj)
         except CredentialUnavailable as exc:
             return f"cannot be shown: {exc}"
         if not kept:
             return "none kept"
-        # The structured content is kept pretty-printed after the text (ledger.preview).
-        text, _, structured = kept.partition(ledger.STRUCTURED_HEADING)
+        # The structured content is kept pretty-printed after the text (preview.preview).
+        text, _, structured = kept.partition(preview.STRUCTURED_HEADING)
         if not structured:
             return format_html("<pre>{}</pre>", kept)
         shown = format_html('<p>structured content:</p><pre class="nr-llm-structured">{}</pre>', structured)

@@ -34,7 +34,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from ..conf import conf
-from ..mcp.wire.text import clean
+from ..mcp import clean
 from . import dbclock, ledger
 from .ledger import LedgerUnavailable, WallClock
 from .models import PENDING, ToolCall, ToolCallStatus

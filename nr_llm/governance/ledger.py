@@ -35,7 +35,7 @@ from django.db import DatabaseError, connection
 from django.db.models import Field
 
 from ..conf import conf
-from ..mcp.wire.text import clean, encodable
+from ..mcp import clean
 from ..own_transaction import (
     caller_blocks_own_transaction,
     deadlocked,
@@ -43,7 +43,7 @@ from ..own_transaction import (
     sqlite_refused,
 )
 from ..servers import credentials
-from ..servers.credentials import CredentialUnavailable
+from . import preview
 from .models import ToolCall, ToolCallStatus
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def _new_row(
         arguments_digest=call.digest if call.canonical else "",
         status=status,
         error_kind=error_kind,
-        result_preview_ciphertext=_kept(result_text),
+        result_preview_ciphertext=preview.kept(result_text),
         expires_at=now + expiry() if status == ToolCallStatus.AWAITING_APPROVAL else None,
         # Written as the database's clock (``_insert``): the reaper judges a running row's age on it.
         started_at=None,
@@ -293,7 +293,7 @@ def finish(
         "era": era[:16],
         "finished_at": now,
     }
-    kept = _kept(result_text, structured)
+    kept = preview.kept(result_text, structured)
 
     def ended_with(**changes: Any) -> Callable[[], None]:
         def work() -> None:
@@ -347,51 +347,9 @@ def expiry() -> timedelta:
     return timedelta(seconds=conf.APPROVAL_EXPIRY_SECONDS)
 
 
-STRUCTURED_HEADING = "\n[structured content]\n"
-
-
-def preview(text: str, structured: dict[str, Any] | None = None) -> str:
-    """The kept start of an answer, encrypted: it may hold what the arguments asked for.
-
-    Structured content is kept after the text, pretty-printed, both within the limit (the text
-    gets at most half when both do not fit): an operator reads the shape the model's code got.
-    """
-    limit = conf.TOOL_CALL_PREVIEW_CHARS
-    shown = json.dumps(structured, ensure_ascii=False, indent=2) if structured is not None else ""
-    if shown and text.strip() == json.dumps(structured, ensure_ascii=False):
-        text = ""  # the text only mirrors it: kept once, the readable way
-    if limit == 0 or not (text or shown):
-        return ""
-    if not shown:
-        return credentials.encrypt(encodable(_clip(text, limit)))
-    room = limit - len(STRUCTURED_HEADING)
-    if room < 2:
-        return credentials.encrypt(encodable(_clip(text or shown, limit)))
-    kept_text = _clip(text, max(room - len(shown), room // 2)) if text else ""
-    return credentials.encrypt(
-        encodable(kept_text + STRUCTURED_HEADING + _clip(shown, room - len(kept_text)))
-    )
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"[: max(0, limit)]
-
-
-def _kept(text: str, structured: dict[str, Any] | None = None) -> str:
-    """``preview``, or "" when it cannot be made: the row is written without the answer."""
-    try:
-        return preview(text, structured)
-    except (CredentialUnavailable, ValueError):
-        return ""  # no key to encrypt with (or none configured): the answer is not kept
-
-
 def arguments_of(call: ToolCall) -> dict[str, Any]:
     """The call's arguments in clear (raises ``CredentialUnavailable`` without the key)."""
     if not call.arguments_ciphertext:
         return {}
     value = json.loads(credentials.decrypt(call.arguments_ciphertext))
     return value if isinstance(value, dict) else {}
-
-
-def preview_of(call: ToolCall) -> str:
-    return credentials.decrypt(call.result_preview_ciphertext) if call.result_preview_ciphertext else ""

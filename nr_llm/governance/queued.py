@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from ..conf import conf
 from ..mcp.protocol.progress import Progress
-from . import decisions, ledger
+from . import decisions, ledger, preview
 from .ledger import WallClock
 from .models import ToolCall, ToolCallStatus
 
@@ -84,7 +84,7 @@ def not_run(now: object) -> dict[str, object]:
         "status": ToolCallStatus.FAILED,
         "error_kind": NO_WORKER,
         "finished_at": now,
-        "result_preview_ciphertext": ledger.preview(NO_WORKER_TEXT),
+        "result_preview_ciphertext": preview.preview(NO_WORKER_TEXT),
     }
 
 
@@ -140,7 +140,7 @@ def end_unsent(call_id: uuid.UUID, why: str) -> None:
                 status=ToolCallStatus.FAILED,
                 error_kind="not_run:not_enqueued",
                 finished_at=Now(),
-                result_preview_ciphertext=ledger.preview(f"{why}; the call was not run."),
+                result_preview_ciphertext=preview.preview(f"{why}; the call was not run."),
             ),
             each_statement=True,
         )

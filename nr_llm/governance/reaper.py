@@ -25,7 +25,7 @@ from datetime import timedelta
 from django.db.models import Max, Q
 
 from ..conf import conf
-from . import dbclock, ledger, queued
+from . import dbclock, ledger, preview, queued
 from .models import ToolCall, ToolCallStatus
 
 #: Beyond the budget: a loaded worker, a slow ledger write, clocks a little apart.
@@ -50,7 +50,7 @@ def reap() -> int:
     now = dbclock.database_now()
     cutoff = now - timedelta(seconds=longest_budget() + MARGIN_SECONDS)
     overdue = Q(started_at__lt=cutoff) | Q(started_at__isnull=True, created__lt=cutoff)
-    answer = ledger.preview(ABANDONED_TEXT)
+    answer = preview.preview(ABANDONED_TEXT)
     # A worker's row has the queued budget (NR_LLM_QUEUED_OPERATION_TIMEOUT), reaped on its own.
     never, abandoned = reap_worker_rows(MARGIN_SECONDS)
     # One UPDATE, conditional on the state: a worker that records its outcome first wins, and
@@ -83,7 +83,7 @@ def reap_worker_rows(margin_seconds: float) -> tuple[int, int]:
             status=ToolCallStatus.QUEUED, on_worker=True, created__lt=cutoff
         ).update(**queued.not_run(now))
     )
-    answer = ledger.preview(ABANDONED_TEXT)
+    answer = preview.preview(ABANDONED_TEXT)
     abandoned = ledger.write(
         lambda: ToolCall.objects.filter(
             status=ToolCallStatus.RUNNING, on_worker=True, started_at__lt=cutoff

@@ -1,7 +1,7 @@
 """The MCP protocol client. Imports nothing from Django, so it is testable without a
 database and reusable outside Django.
 
-Three rooms, imports one way only (tests/mcp/test_layers.py reads them):
+Three layers, imports one way only (tests/mcp/test_layers.py reads them):
 
 - ``wire/``: HTTP. The leg machine, watchdog, idle pool, host gate, header and body caps,
   event-stream decoding, sealing, the deadline and the error vocabulary. Imports nothing of
@@ -20,7 +20,10 @@ from .protocol.endpoint import Endpoint
 from .protocol.features import Completion, PromptMessage, PromptOutcome
 from .protocol.results import CallOutcome, ConnectionReport
 from .wire.connection import ConnectionSettings
-from .wire.errors import McpTransportError
+from .wire.deadline import MINIMUM_LEG_SECONDS, MonotonicClock, OperationDeadline
+from .wire.errors import AuthorizationError, McpTransportError
+from .wire.redaction import redact
+from .wire.text import NAME_LIMIT, clean, encodable
 
 __all__ = [
     "CallOutcome",
@@ -36,4 +39,14 @@ __all__ = [
     "Endpoint",
     "McpClient",
     "McpTransportError",
+    # For the Django side of this package (tests/test_import_graph.py keeps it off the wire's
+    # modules): cleaning remote text, masking secrets, the deadline and the errors it raises.
+    "MINIMUM_LEG_SECONDS",
+    "NAME_LIMIT",
+    "AuthorizationError",
+    "MonotonicClock",
+    "OperationDeadline",
+    "clean",
+    "encodable",
+    "redact",
 ]

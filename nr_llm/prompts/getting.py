@@ -11,10 +11,8 @@ from typing import Any, Literal, Protocol
 from ..authorization import actors
 from ..authorization import runtime as authorization
 from ..governance import ceiling
-from ..mcp import Endpoint, McpTransportError
+from ..mcp import NAME_LIMIT, Endpoint, McpTransportError, clean, redact
 from ..mcp.protocol.features import Completion, PromptOutcome
-from ..mcp.wire.redaction import redact
-from ..mcp.wire.text import NAME_LIMIT, clean
 from ..models import FeatureKind, McpFeature
 from ..providers import PROVIDERS, Provider
 from ..resources import record

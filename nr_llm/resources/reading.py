@@ -20,11 +20,9 @@ from django.core.cache import cache
 from ..authorization import actors
 from ..authorization import runtime as authorization
 from ..governance import ceiling
-from ..mcp import CallOutcome, Endpoint, McpTransportError
+from ..mcp import NAME_LIMIT, CallOutcome, Endpoint, McpTransportError, clean, redact
 from ..mcp.protocol import templates
 from ..mcp.protocol.results import Block
-from ..mcp.wire.redaction import redact
-from ..mcp.wire.text import NAME_LIMIT, clean
 from ..models import FeatureKind, McpFeature, McpServer
 from ..servers.endpoints import mcp_client
 from . import record

@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..authorization import runtime as authorization
-from ..mcp import ConnectionReport
-from ..mcp.wire.redaction import redact
+from ..mcp import ConnectionReport, redact
 from ..models import McpServer
 from . import health
 from .endpoints import endpoint_for, mcp_client

@@ -32,8 +32,8 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
 from referencing.exceptions import Unresolvable
 
+from ..mcp import clean
 from ..mcp.protocol.references import ReferenceProblem, resolve
-from ..mcp.wire.text import clean
 
 MAX_PROBLEMS = 10
 #: Characters of one problem as a model or an operator reads it (a message quotes the value).

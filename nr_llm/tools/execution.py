@@ -42,12 +42,10 @@ from ..governance import decisions, leases, ledger
 from ..governance.decisions import DecisionRefused
 from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp import CallOutcome, Endpoint, McpTransportError
+from ..mcp import CallOutcome, Endpoint, McpTransportError, clean, encodable, redact
 from ..mcp.protocol import content, resend
 from ..mcp.protocol.progress import ProgressListener
 from ..mcp.protocol.tasks import TaskError, TaskOptions, TaskState
-from ..mcp.wire.redaction import redact
-from ..mcp.wire.text import clean, encodable
 from ..models import DEFINITION_CHANGED, McpTool
 from ..resources.reading import remember_links
 from ..servers import credentials, health

@@ -21,11 +21,11 @@ from typing import Any
 
 from django.db import transaction
 
-from ..governance import ledger, queued
+from ..governance import preview, queued
 from ..governance.decisions import DecisionRefused, parse_call_id
 from ..governance.models import ToolCall, ToolCallStatus
+from ..mcp import clean
 from ..mcp.protocol.progress import Progress
-from ..mcp.wire.text import clean
 from . import threads, told
 from .execution import prepare_queued
 from .results import ToolResult, ToolStatus
@@ -151,7 +151,7 @@ def as_result(call: ToolCall) -> ToolResult:
             "running",
         )
     elif call.status in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
-        kept = ledger.preview_of(call)
+        kept = preview.preview_of(call)
         failed = call.status == ToolCallStatus.FAILED
         if not kept:
             kept = f"{head} {'failed' if failed else 'succeeded'}; its answer was not kept."

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..mcp import clean
 from ..mcp.protocol.references import ReferenceProblem, resolve
-from ..mcp.wire.text import clean
 
 #: The keywords strict mode supports (description: an annotation it reads).
 STRICT_KEYWORDS = frozenset(

@@ -14,9 +14,7 @@ from ..authorization import actors
 from ..governance import call_tasks
 from ..governance.decisions import DecisionRefused, parse_call_id
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp import McpTransportError
-from ..mcp.wire.redaction import redact
-from ..mcp.wire.text import clean
+from ..mcp import McpTransportError, clean, redact
 from ..models import McpTool
 from ..servers.endpoints import mcp_client
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from ..governance import ledger
+from ..governance import ledger, preview
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp.wire.text import clean
+from ..mcp import clean
 from .results import ToolResult, ToolStatus
 
 #: What a model is told to do about a call that may have run.
@@ -98,7 +98,7 @@ def as_recorded(call: ToolCall) -> ToolResult:
         )
         status = "expired"
     elif call.status in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
-        kept = ledger.preview_of(call)
+        kept = preview.preview_of(call)
         answer = f" Its recorded answer: {kept}" if kept else " Its answer was not kept."
         if ledger.may_have_run(call):
             text = (

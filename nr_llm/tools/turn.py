@@ -35,7 +35,7 @@ from typing import Any, cast
 
 from ..conf import conf
 from ..governance.ledger import WallClock
-from ..mcp.wire.text import clean
+from ..mcp import clean
 from ..models import McpTool
 from ..own_transaction import caller_blocks_own_transaction
 from . import threads

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..mcp.wire.text import clean
+from ..mcp import clean
 
 
 @dataclass(frozen=True)

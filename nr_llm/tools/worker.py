@@ -26,9 +26,8 @@ from ..conf import conf
 from ..governance import call_tasks, ledger, queued
 from ..governance.decisions import DecisionRefused, parse_call_id
 from ..governance.models import ToolCall, ToolCallStatus
+from ..mcp import MINIMUM_LEG_SECONDS, clean
 from ..mcp.protocol.tasks import TaskOptions
-from ..mcp.wire.deadline import MINIMUM_LEG_SECONDS
-from ..mcp.wire.text import clean
 from ..models import McpTool
 from . import told
 from .execution import follow_claimed, run_claimed

@@ -158,11 +158,12 @@ def test_the_watcher_starts_and_stops_watches_as_operators_mark_servers(handshak
     """A server marked later is watched after the next reload; one unmarked is let go."""
     server = McpServerFactory.create(identifier="changing", url=f"{handshake}/mcp", watch_changes=False)
     watcher = Watcher(_importer, FAST)
-    stop = threading.Event()
-    thread = threading.Thread(target=watcher.run, args=(stop, 0.2))
+    stop, reloaded = threading.Event(), threading.Event()
+    thread = threading.Thread(target=watcher.run, args=(stop, 0.2, reloaded.set))
     thread.start()
     try:
-        time.sleep(0.5)
+        # A reload has read the servers (tick runs after each): the unmarked one is not watched.
+        assert reloaded.wait(10)
         assert watcher.watches == {}
         McpServer.objects.filter(pk=server.pk).update(watch_changes=True)
         assert _until(lambda: server.pk in watcher.watches, 5)

@@ -19,10 +19,11 @@ import pytest
 
 from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.oauth.legs import OAuthLegs
+from nr_llm.mcp.wire.connections import WatchedHTTPSConnection
 from nr_llm.mcp.wire.deadline import MonotonicClock, OperationDeadline
 from nr_llm.mcp.wire.legs import LegMachine
 from nr_llm.mcp.wire.pool import process_pool
-from nr_llm.mcp.wire.watchdog import _WATCHMAN, WatchedHTTPSConnection
+from nr_llm.mcp.wire.watchdog import _WATCHMAN
 from tests.tls import (
     TestAuthority,
     log_entries,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
-from nr_llm.governance import ledger
+from nr_llm.governance import ledger, preview
 from nr_llm.governance.models import ToolCall, ToolCallStatus
 from nr_llm.models import McpTool
 from tests.governance.helpers import guarded_tool
@@ -55,11 +55,11 @@ def test_the_outcome_is_what_the_orms_update_writes(is_error: bool) -> None:
         duration_ms=41,
         era="2026-07-28",
         finished_at=WHEN,
-        result_preview_ciphertext=ledger.preview("echo ran", {"t": 33}),
+        result_preview_ciphertext=preview.preview("echo ran", {"t": 33}),
     )
     assert _columns(built) == _columns(orm)
     assert built.finished_at == WHEN and built.status == ("failed" if is_error else "succeeded")
-    assert ledger.preview_of(built) == ledger.preview_of(orm)
+    assert preview.preview_of(built) == preview.preview_of(orm)
 
 
 def test_only_a_running_row_is_ended_through_the_sites_cursor() -> None:
@@ -79,4 +79,4 @@ def test_only_a_running_row_is_ended_through_the_sites_cursor() -> None:
     ledger.finish(row.pk, is_error=True, error_kind="late", duration_ms=9, era="", result_text="b", now=later)
     row.refresh_from_db()
     assert (row.status, row.error_kind, row.duration_ms, row.finished_at) == ("succeeded", "", 5, WHEN)
-    assert ledger.preview_of(row) == "a"
+    assert preview.preview_of(row) == "a"

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from nr_llm.governance import ledger
+from nr_llm.governance import preview
 from nr_llm.servers import credentials
 
 pytestmark = pytest.mark.django_db
 
 
 def _kept(text: str, structured: dict[str, object] | None) -> str:
-    return credentials.decrypt(ledger.preview(text, structured))
+    return credentials.decrypt(preview.preview(text, structured))
 
 
 def test_structured_content_follows_the_text_pretty_printed(settings) -> None:
@@ -33,12 +33,14 @@ def test_both_stay_within_the_limit_and_the_text_takes_at_most_half(settings, li
     """A long text and long structured content share the limit; neither crowds the other out."""
     settings.NR_LLM_TOOL_CALL_PREVIEW_CHARS = limit
     kept = _kept("x" * 1000, {"rows": list(range(200))})
-    text, _, structured = kept.partition(ledger.STRUCTURED_HEADING)
+    text, _, structured = kept.partition(preview.STRUCTURED_HEADING)
     assert len(kept) <= limit
-    assert structured.startswith('{\n  "r') and len(text) <= (limit - len(ledger.STRUCTURED_HEADING)) // 2 + 1
+    assert (
+        structured.startswith('{\n  "r') and len(text) <= (limit - len(preview.STRUCTURED_HEADING)) // 2 + 1
+    )
 
 
 def test_a_limit_of_zero_keeps_nothing(settings) -> None:
     """0 keeps no answer, structured or not."""
     settings.NR_LLM_TOOL_CALL_PREVIEW_CHARS = 0
-    assert ledger.preview("text", {"a": 1}) == ""
+    assert preview.preview("text", {"a": 1}) == ""

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from nr_llm import tools
-from nr_llm.governance import ledger
+from nr_llm.governance import ledger, preview
 from nr_llm.governance.dbclock import database_now
 from nr_llm.governance.reaper import ABANDONED, MARGIN_SECONDS, reap
 from nr_llm.models import ToolCall, ToolCallStatus
@@ -46,7 +46,7 @@ def test_a_call_running_past_its_budget_and_the_margin_is_marked_may_have_run():
     assert dead.finished_at is not None and before - timedelta(seconds=1) <= dead.finished_at
     assert dead.finished_at <= database_now() + timedelta(seconds=1)
     assert ABANDONED == "may_have_run:abandoned" and ledger.may_have_run(dead)
-    assert "may have run" in ledger.preview_of(dead)
+    assert "may have run" in preview.preview_of(dead)
     alive.refresh_from_db()
     assert alive.status == ToolCallStatus.RUNNING and alive.finished_at is None
 

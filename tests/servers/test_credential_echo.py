@@ -10,7 +10,7 @@ from django.urls import reverse
 from nr_llm import tools
 from nr_llm.authorization.store import DatabaseGrantStore
 from nr_llm.catalogue import import_catalogue
-from nr_llm.governance.ledger import preview_of
+from nr_llm.governance.preview import preview_of
 from nr_llm.mcp.oauth import Grant
 from nr_llm.mcp.oauth.store import ClientRegistration
 from nr_llm.mcp.wire.redaction import MASK, redact

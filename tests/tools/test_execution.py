@@ -14,7 +14,7 @@ from django.db import OperationalError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from nr_llm import tools
-from nr_llm.governance import ledger
+from nr_llm.governance import ledger, preview
 from nr_llm.mcp import McpTransportError
 from nr_llm.models import ToolCall, ToolCallStatus
 from nr_llm.servers import credentials
@@ -59,7 +59,7 @@ def test_the_arguments_and_the_preview_are_encrypted_at_rest():
     assert "a-secret-word" not in stored and "echo ran" not in stored
     row = _row(result)
     assert ledger.arguments_of(row) == {"text": "a-secret-word"}
-    assert ledger.preview_of(row) == "echo ran"
+    assert preview.preview_of(row) == "echo ran"
     assert row.actor_label == "nightly job" and row.actor_user_id is None
     assert "ciphertext" not in repr(row)
 
@@ -70,7 +70,7 @@ def test_the_preview_keeps_the_configured_length(settings, limit, kept):
     settings.NR_LLM_TOOL_CALL_PREVIEW_CHARS = limit
     tool = guarded_tool(requires_approval=False)
     row = _row(tools.execute(tool.tool_name, {"text": "x"}, client=FakeClient()))
-    assert ledger.preview_of(row) == kept
+    assert preview.preview_of(row) == kept
     assert (row.result_preview_ciphertext == "") is (kept == "")
 
 
@@ -337,7 +337,7 @@ def test_mcp_rotate_credentials_re_encrypts_the_ledger(settings):
     assert "2 credential(s) re-encrypted" in out.getvalue()  # the arguments and the preview
     settings.NR_LLM_CREDENTIAL_KEYS = ["new-key-0123456789abcdef"]
     row.refresh_from_db()
-    assert (ledger.arguments_of(row), ledger.preview_of(row)) == ({"text": "kept"}, "echo ran")
+    assert (ledger.arguments_of(row), preview.preview_of(row)) == ({"text": "kept"}, "echo ran")
     settings.NR_LLM_CREDENTIAL_KEYS = ["other-key-0123456789abcdef"]
     with pytest.raises(CredentialUnavailable):
         credentials.decrypt(row.arguments_ciphertext)

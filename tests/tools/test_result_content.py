@@ -11,7 +11,7 @@ import pytest
 
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
-from nr_llm.governance import ledger
+from nr_llm.governance import preview
 from nr_llm.mcp.wire.redaction import MASK
 from nr_llm.models import McpServer, McpTool, ToolCall
 from tests.factories import McpServerFactory
@@ -43,7 +43,7 @@ def test_a_credential_the_server_echoes_is_masked_in_text_blocks_and_structured_
     server.save()
     result, row = _run("tattle")
     assert not result.is_error, result.text
-    assert "tok-echoed" not in repr(result) and "tok-echoed" not in ledger.preview_of(row)
+    assert "tok-echoed" not in repr(result) and "tok-echoed" not in preview.preview_of(row)
     assert result.structured == {"sent": f"Bearer {MASK}"}
     assert result.content[1]["resource"]["text"] == f"Bearer {MASK}"
 
@@ -59,7 +59,7 @@ def test_conforming_structured_content_is_kept_and_previewed(results, settings) 
     settings.NR_LLM_TOOL_CALL_PREVIEW_CHARS = 200
     result, row = _run("weather")
     assert (result.is_error, result.structured) == (False, {"temperature": 33, "conditions": "Cloudy"})
-    kept = ledger.preview_of(row)
+    kept = preview.preview_of(row)
     assert '"temperature": 33' in kept and len(kept) <= 200
 
 

@@ -17,7 +17,7 @@ from django.db import connection
 
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
-from nr_llm.governance import decisions, ledger
+from nr_llm.governance import decisions, ledger, preview
 from nr_llm.mcp import McpClient
 from nr_llm.mcp.protocol import eras
 from nr_llm.mcp.protocol.eras import EraCache
@@ -178,7 +178,7 @@ def test_a_lone_surrogate_in_an_answer_is_replaced_and_the_row_ends(mock):
     result = tools.execute("mcp_guarded_echo", {"text": "x"}, client=client)
     assert (result.is_error, result.text) == (False, "half an emoji: \ufffd!")
     row = row_of(result)
-    assert row.status == "succeeded" and ledger.preview_of(row) == "half an emoji: \ufffd!"
+    assert row.status == "succeeded" and preview.preview_of(row) == "half an emoji: \ufffd!"
     result.text.encode()
 
 
@@ -202,7 +202,7 @@ def test_an_outcome_whose_answer_cannot_be_kept_still_ends_the_row(monkeypatch):
     def refuse(text: str, structured: object = None) -> str:
         raise ValueError("cannot encrypt this")
 
-    monkeypatch.setattr(ledger, "preview", refuse)
+    monkeypatch.setattr(preview, "preview", refuse)
     result = tools.execute(tool.tool_name, {"text": "x"}, client=FakeClient())
     row = row_of(result)
     assert (row.status, row.era, row.result_preview_ciphertext) == ("succeeded", "modern", "")
@@ -215,7 +215,7 @@ def test_an_outcome_the_database_refuses_with_its_answer_is_recorded_without_it(
     if connection.vendor != "postgresql":
         pytest.skip("SQLite stores a NUL in text; PostgreSQL refuses it (run with DATABASE_URL=postgres://…)")
     tool = guarded_tool(requires_approval=False)
-    monkeypatch.setattr(ledger, "preview", lambda text, structured=None: "refused\x00" if text else "")
+    monkeypatch.setattr(preview, "preview", lambda text, structured=None: "refused\x00" if text else "")
     result = tools.execute(tool.tool_name, {"text": "x"}, client=FakeClient())
     row = row_of(result)
     assert (row.status, row.result_preview_ciphertext) == ("succeeded", "")

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from nr_llm import tools
 from nr_llm.mcp import CallOutcome, Endpoint
 from nr_llm.models import McpServer, McpTool, ToolCall, ToolCallStatus
+from nr_llm.tools import threads
 from tests.factories import McpServerFactory, McpToolFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,16 +76,13 @@ def _tools(identifier: str, *names: str, **server: Any) -> McpServer:
 
 
 def test_results_come_back_in_the_calls_order_and_the_calls_overlap():
-    """Four calls of 0.3 s to one server take about one call's time, and result i is call i's."""
+    """Four calls to one server overlap (the client sees all four at once), and result i is call i's."""
     _tools("docs", "a", "b", "c", "d")
     client = RecordingClient(seconds=0.3, slow={"a": 0.6})
     calls = [(f"mcp_docs_{name}", {"text": name}) for name in "abcd"]
-    started = time.monotonic()
     results = tools.execute_many(calls, client=client, actor="bot")
-    elapsed = time.monotonic() - started
     assert [r.text for r in results] == ["a:a", "b:b", "c:c", "d:d"]
     assert client.peak == 4
-    assert elapsed < 1.1, elapsed  # one after another: 1.5 s
     rows = ToolCall.objects.filter(pk__in=[r.call_id for r in results])
     assert sorted(row.status for row in rows) == [ToolCallStatus.SUCCEEDED] * 4
     assert {row.actor_label for row in rows} == {"bot"}
@@ -321,15 +319,14 @@ def test_the_sync_turn_from_a_running_loop_names_its_async_twin():
 
 
 def test_the_async_turn_runs_its_calls_together():
-    """aexecute_many: the same results, in order, in about one call's time."""
+    """aexecute_many: the same results, in order, the calls overlapping."""
     _tools("docs", "a")
     client = RecordingClient(seconds=0.3)
-    started = time.monotonic()
     results = asyncio.run(
         tools.aexecute_many([("mcp_docs_a", {"text": str(i)}) for i in range(4)], client=client)
     )
     assert [r.text for r in results] == [f"a:{i}" for i in range(4)]
-    assert client.peak == 4 and time.monotonic() - started < 1.0
+    assert client.peak == 4
 
 
 def test_a_cancelled_async_turn_starts_nothing_more_and_leaves_no_row_running(settings):
@@ -352,7 +349,8 @@ def test_a_cancelled_async_turn_starts_nothing_more_and_leaves_no_row_running(se
     deadline = time.monotonic() + 5
     while ToolCall.objects.filter(status=ToolCallStatus.RUNNING).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.7)  # what a queued call would need to be sent
+    # Every job handed to the pool has ended: a queued call that was to be sent would have been.
+    assert threads.pool().settle(30)
     assert [c[1] for c in client.calls] == [{"text": "0"}]
     assert list(ToolCall.objects.values_list("status", flat=True)) == [ToolCallStatus.SUCCEEDED]
 

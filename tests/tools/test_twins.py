@@ -94,7 +94,7 @@ def test_adefinitions_offers_what_definitions_offers():
 
 
 def test_concurrent_aexecute_calls_run_side_by_side_not_on_one_thread():
-    """Four gathered aexecute calls of 0.4 s each overlap: about one call's time, not four."""
+    """Four gathered aexecute calls of 0.4 s each overlap: the client sees all four at once."""
     guarded_tool(requires_approval=False)
     client = RecordingClient(seconds=0.4)
 
@@ -103,10 +103,9 @@ def test_concurrent_aexecute_calls_run_side_by_side_not_on_one_thread():
             *(tools.aexecute("mcp_guarded_echo", {"text": str(i)}, client=client) for i in range(4))
         )
 
-    started = time.monotonic()
     results = asyncio.run(turn())
     assert [r.text for r in results] == [f"echo:{i}" for i in range(4)]
-    assert client.peak == 4 and time.monotonic() - started < 1.2
+    assert client.peak == 4
 
 
 class _Interrupting:
@@ -132,9 +131,9 @@ def test_an_interrupted_call_is_recorded_as_may_have_run_and_the_interruption_go
         tools.execute(tool.tool_name, {"text": "x"}, client=client)
     row = ToolCall.objects.get()
     assert (row.status, row.error_kind) == (ToolCallStatus.FAILED, "may_have_run:interrupted")
-    from nr_llm.governance import ledger
+    from nr_llm.governance import preview
 
-    assert "may have run" in ledger.preview_of(row) and "CancelledError" in ledger.preview_of(row)
+    assert "may have run" in preview.preview_of(row) and "CancelledError" in preview.preview_of(row)
     assert client.calls == 1
 
 

@@ -57,7 +57,7 @@ class CappedResponse(http.client.HTTPResponse):
     """``http.client``'s response, reading its head within the allowance."""
 
     # Bytes of the status line and headers read, also when reading them failed: 0 means the
-    # connection gave no answer at all (watchdog.py tells the leg).
+    # connection gave no answer at all (connections.py tells the leg).
     head_bytes = 0
 
     def begin(self) -> None:

@@ -120,7 +120,7 @@ def resolve(
     by default) runs on a daemon thread that the operation stops waiting for after ``seconds``:
     exactly what is left of its budget (``OperationDeadline.wait_seconds``), not a leg's grant
     rounded up to whole seconds. The connections of the operation then use exactly these addresses: what the
-    gate judged is what is dialled. The URL's host stays the TLS identity (watchdog.py).
+    gate judged is what is dialled. The URL's host stays the TLS identity (connections.py).
     """
     host, port = split_target(url, server)
     try:

@@ -43,12 +43,13 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.ssl_match_hostname import CertificateError
 
 from .connection import ConnectionSettings
+from .connections import POOL_CLASSES, RefusedPeer
 from .deadline import MINIMUM_LEG_SECONDS, Clock, OperationDeadline
 from .errors import McpTransportError
 from .headerlimit import MAX_HEADER_BYTES, MAX_HEADER_LINES, HeaderFlood
 from .pool import process_pool
 from .text import clean
-from .watchdog import POOL_CLASSES, Delivery, LegWatchdog, RefusedPeer
+from .watchdog import Delivery, LegWatchdog
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 # What a leg reads of a body after its answer to keep the connection (Reading.settle): the end

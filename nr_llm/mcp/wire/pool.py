@@ -47,7 +47,7 @@ class Origin:
 
 @dataclass
 class _Idle:
-    connection: Any  # a urllib3 connection (watchdog.py's watched classes)
+    connection: Any  # a urllib3 connection (connections.py)
     address: str
     fit: Hashable  # the TLS trust and the private-network policy it was made under
     since: float

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp.wire.watchdog import WatchedHTTPConnection
+from nr_llm.mcp.wire.connections import WatchedHTTPConnection
 
 
 class _Recording:

@@ -10,7 +10,8 @@ import warnings
 import pytest
 from urllib3.exceptions import ConnectTimeoutError
 
-from nr_llm.mcp.wire.watchdog import _WATCHMAN, LegWatchdog, WatchedHTTPSConnection
+from nr_llm.mcp.wire.connections import WatchedHTTPSConnection
+from nr_llm.mcp.wire.watchdog import _WATCHMAN, LegWatchdog
 
 
 def test_a_blocked_read_returns_when_the_grant_is_spent() -> None:

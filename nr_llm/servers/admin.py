@@ -1,8 +1,8 @@
-"""The operator surface. Thin: actions call services and report with message_user.
+"""The servers' admin: the connection, the catalogue and the policy of each MCP server.
 
-Admin actions are POST-only and CSRF-protected by Django itself; each one here also
-requires the change permission (``permissions=["change"]``), so a view-only operator
-neither sees nor can post them.
+Thin: actions call services and report with message_user. Admin actions are POST-only and
+CSRF-protected by Django itself; each one here also requires the change permission
+(``permissions=["change"]``), so a view-only operator neither sees nor can post them.
 """
 
 from __future__ import annotations
@@ -14,26 +14,21 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from . import admin_columns as columns
-from . import catalogue, tasks
-from .authorization import admin as authorization_admin  # noqa: F401 - registers per-user grants
-from .authorization import columns as authorization_columns
-from .authorization import service as authorization_service
-from .authorization import views as authorization_views
-from .catalogue import admin as features_admin  # registers resources and prompts
-from .catalogue import trial as tool_trial
-from .catalogue import trial_questions
-from .forms import McpServerForm, McpToolForm, TryToolForm
-from .governance import admin as governance_admin  # registers Tool calls and Approvals
-from .models import DEFINITION_CHANGED, AuthPlacement, McpServer, McpTool
-from .servers import connection, readiness
-from .tools.offering import strict_reason
+from .. import admin_columns as columns
+from .. import tasks
+from ..authorization import columns as authorization_columns
+from ..authorization import service as authorization_service
+from ..authorization import views as authorization_views
+from ..catalogue import admin as features_admin
+from ..forms import McpServerForm
+from ..governance import admin as governance_admin
+from ..models import AuthPlacement, McpServer
+from . import connection, readiness
 
 STYLES = {"all": ["nr_llm/admin.css"]}
 
@@ -55,38 +50,16 @@ def _connection_line(server: McpServer) -> SafeString:
     return format_html("{}: {}", line, authorization_columns.cell(server, record, timezone.now()))
 
 
-class _OneChoiceFilter(admin.SimpleListFilter):
-    """A filter with one choice besides All: the rows that match ``condition``."""
-
-    choice = ""
-    label = ""
-
-    def condition(self) -> Q:
-        raise NotImplementedError
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(self.choice, self.label)]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        return queryset.filter(self.condition()) if self.value() == self.choice else queryset
-
-
-class NeedsAttentionFilter(_OneChoiceFilter):
+class NeedsAttentionFilter(admin.SimpleListFilter):
     title = "authorization"
     parameter_name = "authorization"
-    choice, label = "attention", "Needs attention"
 
-    def condition(self) -> Q:
-        return authorization_columns.needs_attention()
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("attention", "Needs attention")]
 
-
-class AwaitingReviewFilter(_OneChoiceFilter):
-    title = "definition"
-    parameter_name = "definition"
-    choice, label = "changed", "Changed, awaiting review"
-
-    def condition(self) -> Q:
-        return Q(disabled_reason=DEFINITION_CHANGED)
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        chosen = self.value() == "attention"
+        return queryset.filter(authorization_columns.needs_attention()) if chosen else queryset
 
 
 @admin.register(McpServer)
@@ -457,312 +430,3 @@ def _for_placements(chosen: str, *placements: str) -> list[str]:
         *(f"nr-llm-for-{placement}" for placement in placements),
         *([] if chosen in placements else ["collapse"]),
     ]
-
-
-@admin.register(McpTool)
-class McpToolAdmin(features_admin.TryQuestionsAdmin):
-    form = McpToolForm
-    # Description and remote name are second lines of the first two columns: seven columns
-    # would not fit a 1280 px screen beside the filters and the admin's navigation.
-    list_display = ["name_column", "server_column", "enabled", "state_column", "try_column"]
-    list_display_links = ["name_column"]
-    list_filter = ["server", "enabled", "orphaned", AwaitingReviewFilter]
-    list_select_related = ["server"]
-    search_fields = ["tool_name", "remote_name", "description"]
-    actions = ["enable_tools", "disable_tools"]
-    fields = [
-        "tool_name",
-        "server",
-        "remote_name",
-        "definition_review",
-        "enabled",
-        "run_alone",
-        "reviewed_fingerprint",
-        "orphan_state",
-        "try_state",
-        "title",
-        "description",
-        "schema_column",
-        "strict_column",
-        "output_schema_column",
-        "annotations_column",
-        "created",
-        "updated",
-    ]
-    readonly_fields = [
-        "server",
-        "tool_name",
-        "remote_name",
-        "title",
-        "description",
-        "schema_column",
-        "strict_column",
-        "output_schema_column",
-        "annotations_column",
-        "definition_review",
-        "orphan_state",
-        "try_state",
-        "created",
-        "updated",
-    ]
-
-    class Media:
-        css = STYLES
-
-    def get_urls(self) -> list[URLPattern]:
-        # Before the inherited patterns: their "<object_id>/" would otherwise swallow "/try/".
-        try_url = path(
-            "<path:object_id>/try/",
-            self.admin_site.admin_view(self.try_tool_view),
-            name="nr_llm_mcptool_try",
-        )
-        return [try_url, *self.question_urls(), *super().get_urls()]
-
-    def try_tool_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        tool = self.get_object(request, object_id)
-        if tool is None:
-            raise Http404("No such MCP tool.")
-        # Running a tool acts on a remote system: the same right as changing the tool.
-        if not self.has_change_permission(request, tool):
-            raise PermissionDenied
-        if refusal := _untryable(tool):
-            self.message_user(request, f"Cannot try {tool.tool_name}: {refusal}.", messages.WARNING)
-            return HttpResponseRedirect(reverse("admin:nr_llm_mcptool_change", args=[tool.pk]))
-        form = TryToolForm(request.POST if request.method == "POST" else None, schema=tool.input_schema)
-        report = None
-        if form.is_valid():
-            # The page's script answers the server's questions during the call (answering=1).
-            trial = request.POST.get("trial", "") if request.POST.get("answering") else ""
-            responder = (
-                trial_questions.TrialResponder(trial, request.user.pk, tool.server.budget_seconds)
-                if trial
-                else None
-            )
-            report = tool_trial.try_tool(
-                tool, form.cleaned_data["arguments"], actor=request.user, responder=responder
-            )
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "title": f"Try {tool.tool_name}",
-            "tool": tool,
-            "form": form,
-            "report": report,
-            "elapsed": f"{report.elapsed_seconds:.2f}" if report else "",
-            "budget": f"{tool.server.budget_seconds:g}",
-            "schema": columns.pretty_json(tool.input_schema),
-            "trial": trial_questions.new_trial(),
-        }
-        return TemplateResponse(request, "admin/nr_llm/mcptool/try_tool.html", context)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        # Tools come from a server's catalogue; one typed by hand would call nothing real.
-        return False
-
-    def get_readonly_fields(self, request: HttpRequest, obj: McpTool | None = None) -> list[str]:
-        # The bulk action's rule on the change form too: an orphan is not switched on.
-        fields = list(super().get_readonly_fields(request, obj))
-        return [*fields, "enabled"] if obj is not None and obj.orphaned and not obj.enabled else fields
-
-    @admin.display(description="tool · description", ordering="tool_name")
-    def name_column(self, obj: McpTool) -> SafeString:
-        return format_html(
-            '{}<div class="nr-llm-detail">{}</div>',
-            columns.breakable(obj.tool_name),
-            columns.clipped(obj.description, DESCRIPTION_CHARS) if obj.description else "no description",
-        )
-
-    @admin.display(description="server · remote name", ordering="server__name")
-    def server_column(self, obj: McpTool) -> SafeString:
-        # Not the foreign key itself: the admin keeps that on one line (class "nowrap"),
-        # and a long server name would push the Try column under the filters. The
-        # identifier is in the tool's name already.
-        return format_html(
-            '{}<div class="nr-llm-detail">{}</div>', obj.server.name, columns.breakable(obj.remote_name)
-        )
-
-    @admin.display(description="orphaned", ordering="orphaned")
-    def orphan_column(self, obj: McpTool) -> SafeString | str:
-        if not obj.orphaned:
-            return ""
-        since = f"since {obj.orphaned_at:%Y-%m-%d %H:%M}" if obj.orphaned_at else "gone from its server"
-        return format_html(
-            '<strong class="nr-llm-warning" title="no longer in the server\'s catalogue">ORPHANED</strong>'
-            '<div class="nr-llm-detail">{}</div>',
-            since,
-        )
-
-    @admin.display(description="orphaned")
-    def orphan_state(self, obj: McpTool) -> SafeString | str:
-        # The change page answers the question in words; the list leaves the cell of a live tool empty.
-        if not obj.orphaned:
-            return "no: the server still offers it"
-        since = f" since {obj.orphaned_at:%Y-%m-%d %H:%M}" if obj.orphaned_at else ""
-        return format_html(
-            '<strong class="nr-llm-warning">ORPHANED{}</strong>: no longer in the server\'s catalogue', since
-        )
-
-    @admin.display(description="try")
-    def try_column(self, obj: McpTool) -> SafeString:
-        refusal, hint = _why_not_tryable(obj)
-        if refusal:
-            # Not a bare "-": what stands in the way, the whole sentence on hover.
-            return format_html(
-                '<span class="nr-llm-quiet" title="{}">{}</span>', f"{refusal}. {hint}", _TRY_HINTS[refusal]
-            )
-        return format_html(
-            '<a class="nr-llm-nowrap" href="{}">Try tool</a>',
-            reverse("admin:nr_llm_mcptool_try", args=[obj.pk]),
-        )
-
-    @admin.display(description="try tool")
-    def try_state(self, obj: McpTool) -> SafeString | str:
-        refusal, hint = _why_not_tryable(obj)
-        if refusal:
-            return f"Not available: {refusal}. {hint}"
-        return format_html('<a href="{}">Try tool</a>', reverse("admin:nr_llm_mcptool_try", args=[obj.pk]))
-
-    @admin.display(description="input schema")
-    def schema_column(self, obj: McpTool) -> SafeString:
-        return columns.pretty_json(obj.input_schema)
-
-    @admin.display(description="OpenAI strict mode")
-    def strict_column(self, obj: McpTool) -> str:
-        # The same verdict definitions(strict=True) reaches, so an operator sees why a tool is
-        # offered non-strict without reading the log (escaped: the reason quotes remote names).
-        reason = strict_reason(obj.input_schema)
-        return f"not strict: {reason}" if reason else "strict (definitions(..., strict=True) offers it so)"
-
-    @admin.display(description="remote annotations")
-    def annotations_column(self, obj: McpTool) -> SafeString:
-        return columns.pretty_json(obj.remote_annotations)
-
-    def get_fields(self, request: HttpRequest, obj: McpTool | None = None) -> Any:
-        # The change review only where there is one to read.
-        fields = list(super().get_fields(request, obj))
-        if obj is None or not obj.awaiting_review:
-            fields.remove("definition_review")
-        return fields
-
-    def save_model(self, request: HttpRequest, obj: McpTool, form: Any, change: bool) -> None:
-        # Only "enabled" is editable, and it is switched through the catalogue's service (under
-        # the server's lock, re-pinning the definition), never by saving a row read earlier,
-        # which could write back a definition an import has replaced meanwhile.
-        if "enabled" not in form.changed_data:
-            return
-        if not obj.enabled:
-            catalogue.disable_tools([obj.pk])
-            return
-        if refusal := catalogue.accept_definition(obj.pk, form.cleaned_data["reviewed_fingerprint"]):
-            self.message_user(request, f"{obj.tool_name} was not enabled: {refusal}.", messages.ERROR)
-
-    @admin.display(description="state", ordering="orphaned")
-    def state_column(self, obj: McpTool) -> SafeString | str:
-        if obj.awaiting_review:
-            return format_html(
-                '<strong class="nr-llm-warning" title="{}">DEFINITION CHANGED</strong>'
-                '<div class="nr-llm-detail">disabled {}</div>',
-                f"{DEFINITION_CHANGED}: open the tool to read what changed",
-                f"{obj.disabled_at:%Y-%m-%d %H:%M}" if obj.disabled_at else "by an import",
-            )
-        return self.orphan_column(obj)
-
-    @admin.display(description="definition changed")
-    def definition_review(self, obj: McpTool) -> SafeString:
-        """What the server changed since the tool was enabled: each part as enabled, beside it now."""
-        old, new = catalogue.review(obj)
-        parts = catalogue.changed_parts(old, new)
-        rows = format_html_join(
-            "",
-            "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
-            ((catalogue.PARTS[part], _shown(old.get(part)), _shown(new.get(part))) for part in parts),
-        )
-        when = f" on {obj.disabled_at:%Y-%m-%d %H:%M}" if obj.disabled_at else ""
-        return format_html(
-            '<p><strong class="nr-llm-warning">Disabled by an import{}: its {}.</strong> A model is not '
-            "offered it until you accept the change: read it, then tick Enabled and save (the definition "
-            "shown as now becomes the one enabled).</p>"
-            '<table class="nr-llm-review"><thead><tr><th>part</th><th>as enabled</th><th>now</th></tr>'
-            "</thead><tbody>{}</tbody></table>",
-            when,
-            DEFINITION_CHANGED,
-            rows
-            or format_html(
-                '<tr><td colspan="3">{}</td></tr>', "no difference now: the server changed it back"
-            ),
-        )
-
-    @admin.display(description="output schema")
-    def output_schema_column(self, obj: McpTool) -> SafeString:
-        return columns.pretty_json(obj.output_schema)
-
-    @admin.action(description="Enable selected tools", permissions=["change"])
-    def enable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
-        # An orphan is gone from its server: enabling it would only offer a model a tool that
-        # fails. A changed definition is accepted on the tool's own page, where it can be read.
-        done = catalogue.enable_tools(queryset.values_list("pk", flat=True))
-        self.message_user(request, f"{done.count} tool(s) enabled.")
-        if done.orphaned:
-            self.message_user(
-                request,
-                f"{done.orphaned} orphaned tool(s) left disabled: they are gone from their server.",
-                messages.WARNING,
-            )
-        if done.to_review:
-            self.message_user(
-                request,
-                f"{len(done.to_review)} tool(s) left disabled because their definition changed since "
-                f"they were enabled: {', '.join(done.to_review)}. Open each to read what changed and "
-                "enable it there.",
-                messages.WARNING,
-            )
-
-    @admin.action(description="Disable selected tools", permissions=["change"])
-    def disable_tools(self, request: HttpRequest, queryset: QuerySet[McpTool]) -> None:
-        done = catalogue.disable_tools(queryset.values_list("pk", flat=True))
-        self.message_user(request, f"{done.count} tool(s) disabled.")
-
-
-def _shown(value: Any) -> SafeString:
-    """One part of a definition for reading: text as text, JSON pretty-printed."""
-    if isinstance(value, str):
-        if not value:
-            return SafeString("<em>empty</em>")
-        return format_html('<div class="nr-llm-error-text">{}</div>', value)
-    return columns.pretty_json(value if value is not None else {})
-
-
-_ORPHANED = "it is orphaned (gone from its server's catalogue)"
-_CHANGED = f"its {DEFINITION_CHANGED}"
-_NOT_ENABLED = "it is not enabled"
-_SERVER_DISABLED = "its server is not enabled"
-#: What the Try column says instead of a link: short, the whole reason in its title.
-_TRY_HINTS = {
-    _ORPHANED: "orphaned",
-    _CHANGED: "review the change",
-    _NOT_ENABLED: "enable it first",
-    _SERVER_DISABLED: "server disabled",
-}
-#: A description in the tool list: one line's worth; the page holds the rest.
-DESCRIPTION_CHARS = 70
-
-
-def _untryable(tool: McpTool) -> str:
-    """Why ``tool`` cannot be tried, or "" when it can."""
-    return _why_not_tryable(tool)[0]
-
-
-def _why_not_tryable(tool: McpTool) -> tuple[str, str]:
-    """(why ``tool`` cannot be tried, what the operator can do about it); ("", "") when it can."""
-    if tool.orphaned:
-        return (
-            _ORPHANED,
-            "Import the server's catalogue again; if the server offers it again, it can be tried.",
-        )
-    if tool.awaiting_review:
-        return _CHANGED, "Read what changed on the tool's page; tick Enabled and save to accept it."
-    if not tool.enabled:
-        return _NOT_ENABLED, "A tool must be enabled to try it: tick Enabled and save."
-    if not tool.server.enabled:
-        return _SERVER_DISABLED, "Enable its MCP server first."
-    return "", ""
