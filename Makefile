@@ -15,6 +15,10 @@ STAMP := $(VENV)/.installed-$(EXTRA)
 PEERS := tests/e2e/peers
 # The official conformance suite (two versions) and the Node 22 it needs.
 CONFORMANCE := tests/conformance/peers
+# fastmcp with the tasks extension: fastmcp-tasks pins fastmcp-slim to its own release, which the
+# project's virtualenv (a newer fastmcp) cannot hold, so that peer runs from a virtualenv of its own.
+FASTMCP_TASKS := tests/peers/fastmcp-tasks
+FASTMCP_TASKS_SPEC := fastmcp-tasks==4.1.4
 
 .PHONY: demo test test-fast lint typecheck pytest venv peers clean
 
@@ -30,12 +34,17 @@ venv: $(STAMP)
 
 # server-everything (npm) is a real MCP peer of the integration tests; the conformance
 # suite drives our client through tests/conformance/client.py.
-peers: $(PEERS)/node_modules/.installed $(CONFORMANCE)/node_modules/.installed
+peers: $(PEERS)/node_modules/.installed $(CONFORMANCE)/node_modules/.installed $(FASTMCP_TASKS)/.venv/.installed
 $(PEERS)/node_modules/.installed: $(PEERS)/package.json $(PEERS)/package-lock.json
 	npm ci --prefix $(PEERS) --no-audit --no-fund --loglevel=error
 	touch $@
 $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
 	npm ci --prefix $(CONFORMANCE) --no-audit --no-fund --loglevel=error
+	touch $@
+# Remade when the Makefile changes (where the pin lives); pip keeps what already fits.
+$(FASTMCP_TASKS)/.venv/.installed: Makefile
+	test -x $(FASTMCP_TASKS)/.venv/bin/python || $(PYTHON) -m venv $(FASTMCP_TASKS)/.venv
+	$(FASTMCP_TASKS)/.venv/bin/python -m pip install -q '$(FASTMCP_TASKS_SPEC)'
 	touch $@
 
 # exec: python replaces the recipe's shell, so the SIGTERM make passes on to its recipe

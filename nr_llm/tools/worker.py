@@ -11,7 +11,10 @@ one delivery polls within the whole queued budget). Each slice holds the row's t
 (``governance/call_tasks.py``) and first schedules a delivery for the lease's end; a slice that
 ends with the task still running hands it on at once. A worker killed mid-slice is thus
 replaced when its lease passes, and the task's state on the row lets any worker go on polling.
-The ``tools/call`` itself is sent once, by the first delivery only.
+The ``tools/call`` itself is sent once, by the first delivery only. A tool that lists no task
+support (every 2026-07-28 tool: there the server decides per call) keeps the whole budget for
+its call; if the server answers with a task, the lease is taken then and the task followed for
+one slice from its creation, as above.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..governance import call_tasks, ledger, queued
 from ..governance.decisions import DecisionRefused, parse_call_id
 from ..governance.models import ToolCall, ToolCallStatus
 from ..mcp import MINIMUM_LEG_SECONDS, clean
-from ..mcp.protocol.tasks import TaskOptions
+from ..mcp.protocol.tasks import TaskOptions, TaskState
 from ..models import McpTool
 from . import told
 from .execution import follow_claimed, run_claimed
@@ -67,6 +70,14 @@ def run_tool_call(call_id: str, lease: str | None = None) -> dict[str, Any]:
         until = call_tasks.take_lease(pk, budget, following=False)
         if until is not None:
             _deliver(pk, until)
+    task = TaskOptions(on_state=call_tasks.TaskRecorder(pk))
+    keep_pending = sliced
+    if not sliced and _defers():
+        # A tool that lists no task support (no 2026-07-28 tool does: the server decides per call)
+        # may still be answered with a task: the call keeps the whole budget, and its task is
+        # followed for one slice from its creation, under a lease taken then.
+        task = TaskOptions(on_state=_LeaseOnCreation(pk), follow_seconds=conf.QUEUED_TASK_SLICE)
+        keep_pending = True
     recorder = queued.ProgressRecorder(pk)
     try:
         result = run_claimed(
@@ -74,14 +85,32 @@ def run_tool_call(call_id: str, lease: str | None = None) -> dict[str, Any]:
             approved=claimed.approved,
             on_progress=recorder,
             budget=budget,
-            task=TaskOptions(on_state=call_tasks.TaskRecorder(pk)),
-            keep_pending=sliced,
+            task=task,
+            keep_pending=keep_pending,
         )
     finally:
         recorder.flush()
     if result.status == "running":
         _hand_on(pk)
     return {"call_id": str(pk), "ran": True, "status": result.status}
+
+
+class _LeaseOnCreation(call_tasks.TaskRecorder):
+    """Keeps each state on the row; when the task is created, takes the call's task lease and
+    schedules the delivery that takes over when it ends (as a sliced call does before sending)."""
+
+    def __call__(self, state: TaskState) -> None:
+        created = self.last is None
+        super().__call__(state)
+        if not created:
+            return
+        try:
+            until = call_tasks.take_lease(self.call_id, conf.QUEUED_TASK_SLICE, following=False)
+        except ledger.LedgerUnavailable as exc:
+            logger.warning("the task lease of tool call %s was not taken: %s", self.call_id, exc.for_log())
+            return  # this delivery follows the task for its slice; the reaper ends it if none does after
+        if until is not None:
+            _deliver(self.call_id, until)
 
 
 def _moment(lease: str | None) -> datetime | None:

@@ -72,7 +72,9 @@ class TaskOptions:
     otherwise); the 2026 extension needs no such hint (the server decides). ``ttl_ms`` is the
     lifetime asked for (2025-11-25 only). ``on_state`` hears the task's state when it is created
     and each time it changes, so a caller can keep it (e.g. on a ledger row) and resume polling
-    elsewhere; whatever it raises is logged and polling goes on.
+    elsewhere; whatever it raises is logged and polling goes on. ``follow_seconds``: once the
+    task is created, poll it at most this long within the operation, then end ``task_pending``
+    (a worker keeps the whole budget for the call itself, and follows its task in slices).
     """
 
     task_support: str | None = None
@@ -80,6 +82,7 @@ class TaskOptions:
     on_state: Callable[[TaskState], None] | None = None
     min_poll_ms: int = MIN_POLL_MS
     max_poll_ms: int = MAX_POLL_MS
+    follow_seconds: float | None = None
 
     def poll_seconds(self, state: TaskState) -> float:
         suggested = DEFAULT_POLL_MS if state.poll_interval_ms is None else state.poll_interval_ms
@@ -312,6 +315,9 @@ class Follower:
         self.rounds = 0
         # The last tasks/get answer as sent (its result, error or inputRequests are read from it).
         self.raw: dict[str, Any] = {}
+        # What the deadline will have left when ``follow_seconds`` are spent (None: no such bound).
+        follow = options.follow_seconds
+        self.stop_at_ns = None if follow is None else deadline.remaining_ns() - math.ceil(follow * 1e9)
 
     # Each public step turns every failure into a TaskError carrying the state it knew.
 
@@ -334,6 +340,10 @@ class Follower:
                 room_ns = self.deadline.remaining_ns() - MINIMUM_LEG_SECONDS * 1_000_000_000
                 if room_ns <= 0:
                     raise self.pending(state, "the operation's budget has no room for another poll")
+                if self.stop_at_ns is not None:
+                    room_ns = min(room_ns, room_ns - self.stop_at_ns)
+                    if room_ns <= 0:
+                        raise self.pending(state, "the time to follow the task has no room for another poll")
                 self.sleep(min(self.options.poll_seconds(state), room_ns / 1e9))
                 state, latency_ms = self.get(state)
         except TaskError:

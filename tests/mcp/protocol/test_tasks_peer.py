@@ -148,6 +148,22 @@ def test_a_poll_interval_of_ten_days_is_cut_to_the_ceiling_and_the_budget(base: 
 
 
 @pytest.mark.parametrize("era", ERAS)
+def test_follow_seconds_bound_the_polling_within_a_larger_budget(base: str, era: str) -> None:
+    """A worker's call keeps the whole budget, yet follows its task for a slice only: the polls
+    stop within ``follow_seconds`` of the task's creation, task_pending with what resumes it."""
+    clock = FakeClock()
+    client, sleeper = _client(clock)
+    endpoint = _endpoint(base, era, "never", "slice", budget=100)
+    options = TaskOptions(task_support="optional", follow_seconds=3)
+    with pytest.raises(TaskError) as raised:
+        client.call_tool(endpoint, "work", {}, task=options)
+    assert raised.value.kind == "task_pending" and raised.value.task is not None
+    assert raised.value.task.status == "working"
+    assert sleeper is not None and 1 <= sum(sleeper.waits) <= 3
+    assert [row["method"] for row in _seen(base, endpoint)].count("tools/call") == 1
+
+
+@pytest.mark.parametrize("era", ERAS)
 def test_a_task_that_never_ends_is_bounded_by_the_budget(base: str, era: str) -> None:
     """On the real clock: a 3-second budget ends a never-ending task in about 3 seconds."""
     client, _ = _client()
