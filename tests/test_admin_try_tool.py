@@ -6,6 +6,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from nr_llm import own_transaction
 from nr_llm.catalogue import import_catalogue
 from nr_llm.catalogue.trial import try_tool
 from nr_llm.models import McpServer, McpTool
@@ -136,6 +137,7 @@ def test_a_valid_call_shows_the_answer_and_the_time_against_the_budget(admin_cli
     assert '<pre id="try-tool-text">&lt;i&gt;hello&lt;/i&gt;</pre>' in page
     assert "The tool answered" in page
     assert re.search(r"Elapsed \d+\.\d\d s of the 20 s budget", page)
+    assert own_transaction.settle(10)  # the stamp is handed over, not waited for
     imported_peer.refresh_from_db()
     assert imported_peer.last_contact is not None
 

@@ -41,6 +41,7 @@ def test_execute_calls_the_remote_tool_and_returns_its_text(server):
     """A remote call answers with the tool's text, naming the server; the contact is recorded."""
     result = tools.execute("mcp_demo_echo", {"text": "hi there"})
     assert (result.text, result.is_error, result.server) == ("hi there", False, "demo")
+    assert own_transaction.settle(10)  # the stamp is handed over, not waited for
     server.refresh_from_db()
     assert server.last_contact is not None
 
