@@ -102,6 +102,7 @@ def take(
     # Two paces: a full server frees a place when a call ends (tens of ms at least); a busy
     # lock when another grant commits (a few ms), so it is asked again sooner.
     pause, busy_pause = FIRST_PAUSE_SECONDS, BUSY_PAUSE_SECONDS
+    ever_counted = False  # whether the places were ever counted, not only found locked
     while True:
         left = budget - (clock() - started)
         grant = functools.partial(_granted, server_pk, tool_name, cap or 0, alone, left)
@@ -112,11 +113,12 @@ def take(
             if not _lock_busy(exc):
                 raise
             pk, busy = None, True  # another grant (or a caller's open transaction) holds the row
+        ever_counted = ever_counted or not busy
         left = budget - (clock() - started)
         if pk is not None:
             return Lease(left, pk=pk)
         if left <= MINIMUM_SECONDS:
-            return Lease(left, refusal=_refusal(cap, alone, budget))
+            return Lease(left, refusal=_refusal(cap, alone, budget, locked=not ever_counted))
         # Jittered, so processes that met at a full server do not ask again in step.
         wait = busy_pause if busy else pause
         sleep(min(wait * random.uniform(0.5, 1.0), left - MINIMUM_SECONDS))
@@ -178,7 +180,15 @@ def _holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.current_thread().name}"[:200]
 
 
-def _refusal(cap: int | None, alone: bool, budget: float) -> str:
+def _refusal(cap: int | None, alone: bool, budget: float, *, locked: bool = False) -> str:
+    if locked:
+        # Never counted: the places may be free, and saying "taken" would send the operator to
+        # the wrong setting. The usual holder is the caller's own transaction.
+        return (
+            f"the server's places could not be counted within its {budget:g} s budget: another "
+            "open transaction held the server's row (often the caller's own, which changed this "
+            "server); it was not sent. Commit that transaction first, or call it again later"
+        )
     held = (
         'a "run alone" call waits until no other call of its server runs'
         if alone

@@ -173,6 +173,9 @@ def test_a_callers_transaction_holding_the_servers_row_never_hangs_the_call() ->
         result = tools.execute(tool.tool_name, {}, client=client)
     assert client.seen == []
     assert result.is_error and "could not run" in result.text and "it was not sent" in result.text
+    # The places were never counted: the refusal names the lock, not a full server.
+    assert "another open transaction held the server's row" in result.text
+    assert "places" in result.text and "were taken" not in result.text
 
 
 # -- across processes, against the SDK server ------------------------------------------------
