@@ -1,9 +1,5 @@
-"""Where a server's URI becomes a link in HTML: a dangerous scheme is never an href.
-
-Everywhere else a URI is an identifier and kept as sent (content.py); only here, where a browser
-would follow it, are ``javascript:``, ``data:`` and ``vbscript:`` (however spelt: browsers ignore
-case, tabs and newlines in a scheme) rendered inert, as no link at all.
-"""
+"""Render a server's URI as a link only when its scheme is harmless (browsers ignore case and
+blanks in a scheme)."""
 
 from __future__ import annotations
 
