@@ -62,7 +62,8 @@ def count(path: Path) -> Count:
             for line in range(token.start[0], token.end[0] + 1):
                 if line not in docstrings:
                     code.add(line)
-    prose = (comments | docstrings) - code
+    blank = {number for number, line in enumerate(source.splitlines(), 1) if not line.strip()}
+    prose = (comments | docstrings) - code - blank
     return Count(str(path.relative_to(ROOT.parent)), len(code), len(prose))
 
 
