@@ -1,5 +1,4 @@
-"""Render a server's URI as a link only when its scheme is harmless (browsers ignore case and
-blanks in a scheme)."""
+"""Render a server's URI as a link only when its scheme is harmless."""
 
 from __future__ import annotations
 
@@ -10,6 +9,6 @@ _BLANKS = re.compile(r"[\s\x00-\x1f]")
 
 
 def safe_href(uri: str) -> str:
-    """``uri`` when a link to it is harmless, else "" (the template then shows it as text)."""
+    """``uri``, or "" to show it as text; browsers ignore case and blanks in a scheme."""
     scheme = _BLANKS.sub("", uri[:64]).lower()
     return "" if scheme.startswith(_INERT) else uri

@@ -1,5 +1,4 @@
-"""Headers and bodies whose repr shows only their shape, so an error reporter that records a
-traceback's locals (Sentry, also through ``__sentry_repr__``) never prints a secret."""
+"""Types whose repr shows only their shape, so an error reporter never prints a secret."""
 
 from __future__ import annotations
 
