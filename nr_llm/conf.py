@@ -47,7 +47,7 @@ def parse_count(raw: object, default: int) -> int:
 def parse_timeout(raw: object) -> float | None:
     """Return a usable budget in seconds, or None when ``raw`` is not one.
 
-    Empty means "not set"; the caller falls back to the default (seed 000, decision 5).
+    Empty means "not set"; the caller falls back to the default.
     """
     if raw is None or isinstance(raw, bool):
         return None
@@ -259,7 +259,7 @@ class Settings:
 
     @property
     def REQUEST_EVENTS(self) -> dict[str, Any]:
-        """Structured request events: ``include_cancelled`` is off by default (seed 003)."""
+        """Structured request events: ``include_cancelled`` is off by default."""
         configured = getattr(django_settings, "NR_LLM_REQUEST_EVENTS", None)
         merged = dict(DEFAULT_REQUEST_EVENTS)
         if isinstance(configured, dict):

@@ -1,4 +1,4 @@
-"""``read_json``: a bounded JSON body reader that never parses a partial body (seed 003)."""
+"""``read_json``: a bounded JSON body reader that never parses a partial body."""
 
 from __future__ import annotations
 
