@@ -1,5 +1,4 @@
 """nr-llm: remote MCP tool servers for Django, bounded and observed."""
 
-#: The one place the version is written: the wheel's metadata reads it (pyproject.toml), and
-#: CHANGELOG.md has a section for it.
+#: The only place the version is written: pyproject.toml reads it for the wheel.
 __version__ = "0.1.0"

@@ -47,7 +47,7 @@ def parse_count(raw: object, default: int) -> int:
 def parse_timeout(raw: object) -> float | None:
     """Return a usable budget in seconds, or None when ``raw`` is not one.
 
-    Empty means "not set"; the caller falls back to the default (seed 000, decision 5).
+    Empty means "not set"; the caller falls back to the default.
     """
     if raw is None or isinstance(raw, bool):
         return None
@@ -120,8 +120,7 @@ class Settings:
 
     @property
     def MCP_KEEPALIVE_SECONDS(self) -> float:
-        """Seconds an idle connection is kept for the next operation to the same server; 0 turns
-        reuse off (every leg dials anew). Unusable values fall back to the default."""
+        """Seconds an idle connection is kept for the next operation to the same server; 0: never."""
         value = parse_lifetime(getattr(django_settings, "NR_LLM_MCP_KEEPALIVE_SECONDS", None))
         # The protocol client's own default (it runs without Django too): below gunicorn's 2 s
         # keep-alive, uvicorn's 5 s and nginx's 75 s (nr_llm/mcp/wire/pool.py says why).
@@ -142,8 +141,7 @@ class Settings:
 
     @property
     def MCP_CONNECTION(self) -> ConnectionSettings:
-        """How every leg connects (private networks, trust, idle connections), as the one value
-        the protocol client takes: the only place it is built from this site's settings."""
+        """The only place the protocol client's connection settings are built from this site's."""
         return ConnectionSettings(
             allow_private_networks=self.MCP_ALLOW_PRIVATE_NETWORKS,
             ca_bundle=self.MCP_CA_BUNDLE,
@@ -156,8 +154,7 @@ class Settings:
         keys = getattr(django_settings, "NR_LLM_CREDENTIAL_KEYS", None)
         if isinstance(keys, list | tuple) and keys:
             return [str(key) for key in keys]
-        # Without dedicated keys, derive from SECRET_KEY and its fallbacks so that
-        # Django's own key rotation keeps stored credentials readable.
+        # From SECRET_KEY and its fallbacks, so Django's key rotation keeps credentials readable.
         return [django_settings.SECRET_KEY, *getattr(django_settings, "SECRET_KEY_FALLBACKS", [])]
 
     @property
@@ -262,7 +259,7 @@ class Settings:
 
     @property
     def REQUEST_EVENTS(self) -> dict[str, Any]:
-        """Structured request events: ``include_cancelled`` is off by default (seed 003)."""
+        """Structured request events: ``include_cancelled`` is off by default."""
         configured = getattr(django_settings, "NR_LLM_REQUEST_EVENTS", None)
         merged = dict(DEFAULT_REQUEST_EVENTS)
         if isinstance(configured, dict):

@@ -1,26 +1,6 @@
-"""Run database work in a transaction of its own, committed durably whatever the caller then does.
-
-A caller with no transaction open runs the work in place, on its own connection, in
-``atomic(durable=True)``: a transaction of its own that no later rollback of the caller's can
-reach, with no thread and no connection of its own. A caller inside a transaction
-(``ATOMIC_REQUESTS``, an ``atomic`` block) hands the work to a writer thread, whose connection
-commits on its own; the caller waits for the commit. Either way every statement goes through
-Django's cursor (the query log, ``execute_wrapper``, APM see it) and commits at the site's own
-durability. Used for what must outlive the caller's transaction: a rotated refresh token, a
-tool-call ledger row, a server's health stamp.
-
-Threads the package starts (``Workers``: the writers here, the tool-call pool) use connections
-as a request does: ``close_old_connections()`` before and after each job, so ``CONN_MAX_AGE``,
-``CONN_HEALTH_CHECKS`` and Django's connection pool decide what is kept (with the default
-``CONN_MAX_AGE = 0``, and always with the pool, the connection goes back after every job); an
-idle thread wakes when its connection outlives ``CONN_MAX_AGE`` and lets it go. A connection
-found dead when the work starts (a database restart, a failover, a proxy's idle cut) is closed
-and the work runs once more on a fresh one.
-
-SQLite allows one writer at a time: while the calling thread holds a write transaction, a
-second connection cannot write. ``caller_blocks_own_transaction()`` tells a caller that case
-before it tries; the process's SQLite writes take one lock (``_sqlite_writes``), so they meet
-each other there, never on the database's lock.
+"""Run database work in a transaction of its own, committed durably whatever the caller then does:
+for what must outlive the caller's transaction (a rotated refresh token, a ledger row, a contact
+stamp). How, and how the threads treat connections: docs/internals.md, "The ledger's write path".
 """
 
 from __future__ import annotations
@@ -40,10 +20,8 @@ from django.db import DatabaseError, close_old_connections, connection, connecti
 T = TypeVar("T")
 logger = logging.getLogger("nr_llm.ledger")
 
-#: Writer threads (and so extra database connections) per process at most; one on SQLite,
-#: which takes one writer at a time anyway.
+#: Each is a database connection; one on SQLite, which takes one writer at a time anyway.
 WRITERS = 4
-#: How long a process that exits waits for the writes it handed over and did not wait for.
 EXIT_GRACE_SECONDS = 2.0
 _SQLITE_BUSY_OR_LOCKED = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (extended codes share the low byte)
 _sqlite_writes = threading.RLock()
@@ -53,15 +31,13 @@ _Job = tuple[Callable[[], Any], "Future[Any]", str]
 
 
 def idle_seconds() -> float | None:
-    """How long a thread's idle connection may live: the site's ``CONN_MAX_AGE`` (None: as long
-    as the site lets it; 0: it was closed after the job already)."""
+    """The site's ``CONN_MAX_AGE``, or None when it is 0 (closed after each job) or unbounded."""
     age = connections["default"].settings_dict.get("CONN_MAX_AGE", 0)
     return None if age is None or age == 0 else float(age)
 
 
 class Workers:
-    """A queue and up to ``limit()`` threads that run its jobs, each job a unit of work with its
-    connection recycled around it as Django's request signals recycle a request's."""
+    """Threads whose connection is recycled around each job, as Django recycles a request's."""
 
     def __init__(self, name: str, limit: Callable[[], int], run: Callable[[Callable[[], Any]], Any]) -> None:
         self._name = name
@@ -70,7 +46,6 @@ class Workers:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._guard = threading.Lock()
         self._threads: list[threading.Thread] = []
-        #: Jobs handed over and not yet ended (running or queued).
         self._pending = 0
         self._settled = threading.Condition(self._guard)
 
@@ -78,8 +53,7 @@ class Workers:
         done: Future[T] = Future()
         with self._guard:
             self._pending += 1
-            # A thread is started only when every one is busy: the count grows with the work
-            # in flight at once, never with the number of jobs.
+            # Threads grow with the work in flight at once, not with the number of jobs.
             if self._pending > len(self._threads) and len(self._threads) < self._limit():
                 thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
                 self._threads.append(thread)
@@ -93,7 +67,6 @@ class Workers:
             return self._settled.wait_for(lambda: self._pending == 0, timeout)
 
     def connected(self) -> int:
-        """How many of the threads hold a database connection now (tests, bench)."""
         return sum(1 for thread in self._threads if getattr(thread, "nr_llm_connected", False))
 
     def close(self) -> None:
@@ -106,8 +79,7 @@ class Workers:
             thread.join(timeout=10.0)
 
     def stop(self, grace: float) -> tuple[int, int, int]:
-        """Drop the queued jobs (their futures cancelled: they never start) and wait up to
-        ``grace`` for the running ones; (running, dropped, still running after the grace)."""
+        """Drop the queued jobs and wait for the running; (running, dropped, still running)."""
         dropped = 0
         sentinels = 0
         while True:
@@ -138,7 +110,6 @@ class Workers:
                 try:
                     job = self._jobs.get(timeout=idle_seconds())
                 except queue.Empty:
-                    # Idle past CONN_MAX_AGE: the connection is let go, as a request's would be.
                     close_old_connections()
                     me.nr_llm_connected = connection.connection is not None  # type: ignore[attr-defined]
                     continue
@@ -167,9 +138,7 @@ class Workers:
 
 
 def _committed(work: Callable[[], T], each_statement: bool = False) -> T:
-    """``work`` in a durable transaction of its own on this thread's connection (autocommit
-    instead, each statement committing on its own, where ``each_statement`` allows it outside
-    SQLite); a connection found dead closed and the work run once more on a fresh one."""
+    """Run once more on a fresh connection when the first was found dead."""
     for attempt in (1, 2):
         raw = None
         try:
@@ -183,8 +152,7 @@ def _committed(work: Callable[[], T], each_statement: bool = False) -> T:
             with transaction.atomic(durable=True):
                 return work()
         except DatabaseError:
-            # Dead: Django dropped the connection the work ran on (and may have opened the next
-            # one already, to restore autocommit), or the one left cannot answer.
+            # Django may already have replaced the dropped connection, to restore autocommit.
             dead = raw is None or connection.connection is not raw or not _usable()
             if attempt == 2 or connection.in_atomic_block or not dead:
                 raise  # the work's own failure: a fresh connection would meet it too
@@ -205,8 +173,7 @@ _writers = Workers(_IDLE_NAME, lambda: 1 if connection.vendor == "sqlite" else W
 
 
 def _forked() -> None:
-    # A child does not inherit the parent's threads, only their bookkeeping, and a lock one of
-    # them held at the fork would stay held in the child for good.
+    # A lock a parent's thread held at the fork would stay held in the child for good.
     global _writers, _sqlite_writes
     _writers = Workers(_IDLE_NAME, lambda: 1 if connection.vendor == "sqlite" else WRITERS, _call)
     _sqlite_writes = threading.RLock()
@@ -217,20 +184,16 @@ os.register_at_fork(after_in_child=_forked)
 
 @atexit.register
 def _settle_at_exit() -> None:
-    # Writes handed over and not waited for (a health stamp) would die with the daemon writer
-    # threads: a command that exits right after its call still gets them written, within a grace.
+    # Writes nobody waited for (a contact stamp) would die with the daemon threads.
     _writers.settle(EXIT_GRACE_SECONDS)
 
 
 def sqlite_refused(exc: BaseException) -> bool:
-    """SQLite refused a write at once because another connection holds its lock, or (WAL) has
-    committed since this connection's open read began: a busy timeout never waited for it."""
+    """SQLite refused at once: a busy timeout does not wait for a stale WAL snapshot."""
     code = getattr(exc.__cause__, "sqlite_errorcode", None)
     return isinstance(code, int) and code & 0xFF in _SQLITE_BUSY_OR_LOCKED
 
 
-#: A deadlock's codes: MySQL/MariaDB's error number, PostgreSQL's SQLSTATE (psycopg 3 and 2 name
-#: it differently). The database rolled the transaction back whole and asks for it again.
 _MYSQL_DEADLOCK = 1213
 _POSTGRESQL_DEADLOCK = "40P01"
 
@@ -249,14 +212,10 @@ def deadlocked(exc: BaseException) -> bool:
 def run_in_own_transaction(
     work: Callable[[], T], *, name: str = "nr-llm-own-transaction", each_statement: bool = False
 ) -> T:
-    """Run ``work`` in a transaction committed durably on its own; its result is returned only
-    once committed, and its exception (a failed commit's included) is raised here.
+    """Return ``work``'s result once committed, or raise its failure (a failed commit's too).
 
-    In place when the caller has no transaction open; else on a writer thread named ``name``.
-    ``each_statement``: the work's statements need no transaction around them (each a
-    conditional write standing on its own), so outside SQLite they run in autocommit, each
-    committed durably as it runs: one round trip per statement instead of three (BEGIN, the
-    statement, COMMIT). SQLite keeps one transaction: one sync of the disk for all of them.
+    ``each_statement``: statements that stand on their own run in autocommit outside SQLite,
+    one round trip each instead of three.
     """
     if _in_place():
         try:
@@ -264,14 +223,11 @@ def run_in_own_transaction(
         except DatabaseError as exc:
             if not (connection.vendor == "sqlite" and sqlite_refused(exc)):
                 raise
-            # The caller's own connection cannot write now: a read it left open (a
-            # QuerySet.iterator()) keeps, in WAL mode, a snapshot another connection's commit
-            # has since made stale. A writer's connection has no such read.
+            # A read the caller left open holds a stale WAL snapshot; a writer's connection has none.
     return _writers.submit(functools.partial(_committed, work, each_statement), name).result()
 
 
 def _in_place() -> bool:
-    """The calling thread's connection is in autocommit, in no transaction."""
     if connection.in_atomic_block:
         return False
     try:
@@ -281,9 +237,8 @@ def _in_place() -> bool:
 
 
 def hand_over(work: Callable[[], object], *, each_statement: bool = False) -> Future[object]:
-    """Run ``work`` in a transaction of its own without waiting for it (a bookkeeping write
-    whose outcome the caller does not need); the returned future says how it ended.
-    ``each_statement`` as for ``run_in_own_transaction``."""
+    """Run ``work`` in a transaction of its own without waiting, for bookkeeping the caller
+    does not need the outcome of."""
     return _writers.submit(functools.partial(_committed, work, each_statement), "nr-llm-hand-over")
 
 
@@ -302,8 +257,5 @@ def writers() -> Workers:
 
 
 def caller_blocks_own_transaction() -> bool:
-    """True when the calling thread's open transaction keeps another connection from writing.
-
-    Only SQLite's single writer makes it so; elsewhere two transactions write side by side.
-    """
+    """Only SQLite's single writer lets the caller's open transaction block another's write."""
     return connection.vendor == "sqlite" and connection.in_atomic_block

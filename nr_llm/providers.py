@@ -1,9 +1,4 @@
-"""The model providers whose shapes the app speaks: one name for each, everywhere.
-
-``"openai"``: OpenAI Chat Completions; ``"openai-responses"``: OpenAI's Responses API;
-``"anthropic"``: Anthropic's Messages API. ``tools.definitions``, ``tools.tool_messages`` and
-``prompts.get`` take one of them as ``provider``.
-"""
+"""One name for each model API whose shapes the app speaks (see "Provider" in the glossary)."""
 
 from __future__ import annotations
 

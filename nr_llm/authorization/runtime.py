@@ -1,10 +1,5 @@
-"""What an MCP operation's authorization failure means for the site.
-
-``authorization_required`` (the protocol client's typed error: refresh refused, more
-scopes needed, the authorization server changed) cannot be fixed by retrying: the
-server is marked "needs reconnect" for the admin, and a model is told the tool is
-unavailable rather than handed an error it might retry.
-"""
+"""Mark a server "needs reconnect" when its authorization cannot be fixed by retrying, and tell
+the model the tool is unavailable rather than hand it an error it might retry."""
 
 from __future__ import annotations
 
@@ -23,16 +18,11 @@ def needs_operator(exc: McpTransportError) -> bool:
 
 
 def reason_of(exc: McpTransportError) -> str:
-    """Which of ``REASONS`` applies (an untyped authorization_required: not authorized)."""
     return exc.reason if isinstance(exc, AuthorizationError) else "not_authorized"
 
 
 def observe(server: McpServer, exc: McpTransportError, user_id: int | None = None) -> bool:
-    """Remember a failure that needs an operator (or on a per-user server, ``user_id``'s own
-    reconnect); True when the grant now needs reconnect.
-
-    Never raises (a reporting boundary).
-    """
+    """True when the grant now needs reconnect; never raises (a reporting boundary)."""
     if not server.uses_oauth or not needs_operator(exc):
         return False
     scopes = exc.scopes if isinstance(exc, AuthorizationError) else ()

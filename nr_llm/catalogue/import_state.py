@@ -1,10 +1,5 @@
-"""Where an admin import is: queued, running, or done (its outcome is the server's import status).
-
-Each write is one conditional UPDATE keyed by the task's token, so only the latest import
-of a server moves its state: an older task that starts or finishes late leaves it alone.
-Nothing clears "running" when a worker dies (no task backend reports that), so a run is
-read as stalled once it has lasted longer than its operation budget could let it.
-"""
+"""Where an admin import is: queued, running or done. Writes are keyed by the task's token, so
+a late older task leaves a newer import's state alone."""
 
 from __future__ import annotations
 
@@ -18,13 +13,11 @@ from ..models import ImportStatus, ImportTaskState, McpServer
 
 logger = logging.getLogger("nr_llm.import_state")
 
-#: Added to a server's operation budget before a run counts as stalled: the budget bounds the
-#: network walk; the reconcile (database only) and a worker's start-up come on top.
+#: Nothing clears "running" when a worker dies, so a run past its budget and this is stalled.
 STALL_GRACE = timedelta(minutes=2)
 
 
 def mark_queued(server: McpServer) -> str:
-    """Record that an import of ``server`` is about to be enqueued; returns its token."""
     token = uuid.uuid4().hex
     McpServer.objects.filter(pk=server.pk).update(
         import_task_state=ImportTaskState.QUEUED, import_task_since=timezone.now(), import_task_token=token

@@ -1,9 +1,4 @@
-"""Where a server's URI becomes a link in HTML: a dangerous scheme is never an href.
-
-Everywhere else a URI is an identifier and kept as sent (content.py); only here, where a browser
-would follow it, are ``javascript:``, ``data:`` and ``vbscript:`` (however spelt: browsers ignore
-case, tabs and newlines in a scheme) rendered inert, as no link at all.
-"""
+"""Render a server's URI as a link only when its scheme is harmless."""
 
 from __future__ import annotations
 
@@ -14,6 +9,6 @@ _BLANKS = re.compile(r"[\s\x00-\x1f]")
 
 
 def safe_href(uri: str) -> str:
-    """``uri`` when a link to it is harmless, else "" (the template then shows it as text)."""
+    """``uri``, or "" to show it as text; browsers ignore case and blanks in a scheme."""
     scheme = _BLANKS.sub("", uri[:64]).lower()
     return "" if scheme.startswith(_INERT) else uri

@@ -210,7 +210,7 @@ class Watcher:
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop every watch, waiting ``timeout`` in all. A stream in flight is not cut (the
-        client has no cancellation seam, seed 000): its daemon thread ends with the window or
+        client cannot be cancelled by design): its daemon thread ends with the window or
         the process, and holds no database connection meanwhile."""
         for watch in self.watches.values():
             watch.stop.set()

@@ -1,19 +1,8 @@
-"""The MCP task of a call run by a worker, kept on its ledger row so polling resumes anywhere.
+"""Keep a worker's MCP task on its ledger row, so any worker can resume polling it.
 
-::
-
-    running (task created) --slice ends, task pending--> running (lease released)
-        |                                                    |
-        +--worker killed: lease passes--+   next delivery claims the lease, polls
-                                        v
-                           next delivery claims the lease, polls
-
-A server that answers ``tools/call`` with a task has accepted the call: from then on only the
-task is followed (``tasks/get``, its result read once) and the call is never sent again. The
-task's state goes on the row (``task_state``; its session id and request state encrypted in
-``task_secret_ciphertext``). One worker at a time follows a task: it holds the row's lease
-(``task_lease_until``, on the database's clock), taken with a compare-and-set; a worker killed
-while it polls leaves a lease that passes, and the delivery scheduled for that moment takes over.
+Once a server answers ``tools/call`` with a task, only the task is followed and the call is
+never sent again. One worker at a time holds the row's lease (on the database's clock); a
+killed worker's lease runs out and the next scheduled delivery takes over.
 """
 
 from __future__ import annotations
@@ -33,11 +22,9 @@ from .models import ToolCall, ToolCallStatus
 
 logger = logging.getLogger("nr_llm.governance")
 
-#: The parts of a task's state that are handles on the server's side: encrypted at rest, never
-#: shown (a session id lets its holder speak in that session; a request state is the server's).
+#: Encrypted at rest: a session id lets its holder speak in that session.
 SECRET_PARTS = ("session_id", "request_state")
-#: Seconds a lease outlasts the slice it covers: a poll's worst case is its budget plus under one
-#: second (seed 000), and the database write after it.
+#: A poll may overrun its budget by under a second, plus the write after it.
 LEASE_MARGIN_SECONDS = 5.0
 
 
@@ -65,10 +52,7 @@ def state_of(call: ToolCall) -> TaskState | None:
 
 
 class TaskRecorder:
-    """``TaskOptions.on_state`` of a worker's call: each state the client hears goes on the row.
-
-    A write that fails is logged: the client goes on polling, and the row keeps the state before.
-    """
+    """Write each state the client hears on the row; a failed write is logged, polling goes on."""
 
     def __init__(self, call_id: uuid.UUID) -> None:
         self.call_id = call_id
@@ -96,12 +80,8 @@ def now() -> datetime:
 def take_lease(
     call_id: uuid.UUID, seconds: float, *, following: bool, guarding: datetime | None = None
 ) -> datetime | None:
-    """Hold ``call_id``'s lease for ``seconds`` (plus the margin); its end, or None when another
-    worker holds it or the row is not a running call. ``following``: the call's task was created
-    already (a resumed delivery); otherwise the row is one this worker just claimed.
-    ``guarding``: the lease a scheduled delivery was enqueued to take over when it ends; that
-    lease is taken even if the database's clock lags the scheduler's (SQLite's has whole seconds),
-    while a newer holder's lease never is."""
+    """Hold the lease; its end, or None when another worker holds it. ``guarding`` is the lease a
+    scheduled delivery was meant to take over, taken even if the database's clock lags."""
     moment = now()
     until = moment + timedelta(seconds=seconds + LEASE_MARGIN_SECONDS)
     rows = ToolCall.objects.filter(pk=call_id, status=ToolCallStatus.RUNNING, on_worker=True)

@@ -1,10 +1,5 @@
-"""The data-class ceiling: the most sensitive data a caller's tools may see.
-
-The six data classes are ordered; a caller (one agent loop, one model provider) names the
-highest it accepts, and a tool whose server is declared above it is neither offered nor run.
-A data class this version does not know ranks above every ceiling: it is never let through
-unjudged.
-"""
+"""The data-class ceiling (see the glossary). A data class this version does not know ranks
+above every ceiling, so it is never let through unjudged."""
 
 from __future__ import annotations
 
@@ -23,10 +18,7 @@ ORDER: tuple[str, ...] = (
 
 
 def resolve(ceiling: str | None) -> str:
-    """The ceiling to apply: the caller's, else ``NR_LLM_DATA_CLASS_CEILING``.
-
-    Raises ``ValueError`` for a value that is not a data class (a caller's programming error).
-    """
+    """The caller's ceiling, else ``NR_LLM_DATA_CLASS_CEILING``; ``ValueError`` for a typo."""
     if ceiling is None:
         return conf.DATA_CLASS_CEILING
     if ceiling not in ORDER:

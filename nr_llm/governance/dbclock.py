@@ -1,10 +1,5 @@
-"""The database server's clock, against a worker's clock that is off or jumps forward.
-
-Retention and the reaper act on age: a worker whose clock jumped a year ahead would find
-every row a year older than it is and delete or reap it. Retention counts from the earlier of
-the worker's clock and the database server's (another machine, as a rule; on SQLite, this
-host's); the reaper and approval expiry (``decisions.approval_now``) from the database's alone.
-"""
+"""Judge a row's age by the database server's clock, so a worker whose clock jumped ahead does
+not delete or reap rows early."""
 
 from __future__ import annotations
 
@@ -17,11 +12,8 @@ from django.db.models.sql import Query
 
 
 def database_now() -> datetime:
-    """The database server's clock, in UTC.
-
-    Read as Django's ``Now()`` is written, so a moment read here orders with the rows written with
-    ``Now()``: SQLite's and MySQL's plain CURRENT_TIMESTAMP have whole seconds only, which left two
-    calls held in the same second in no order."""
+    """The database server's clock, in UTC, read as ``Now()`` writes it so it orders with those
+    rows (plain CURRENT_TIMESTAMP has whole seconds on SQLite and MySQL)."""
     query = Query(None)
     sql, params = query.get_compiler(connection=connection).compile(Now().resolve_expression(query))
     with connection.cursor() as cursor:

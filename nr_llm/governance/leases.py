@@ -17,7 +17,7 @@ writers take one lock, the first write does), so two processes never both see a 
 Calls of other servers take no lease and cost nothing here. A call waiting for a place asks
 again after a short, growing pause, within its budget; what is left of the budget is all its
 send may spend, and when it runs out the call ends "could not run", never sent. A lease
-expires on the database's clock (its budget and two seconds: the leg machine's under-a-second
+expires on the database's clock (its budget and two seconds: a request's under-a-second
 overrun and a margin), so a killed process frees its places.
 """
 
@@ -43,9 +43,9 @@ from .models import CallLease
 
 logger = logging.getLogger("nr_llm.tools")
 
-#: Below this much budget left a call is not sent (the leg machine's MINIMUM_LEG_SECONDS).
+#: Below this much budget left a call is not sent (wire/deadline.py's MINIMUM_LEG_SECONDS).
 MINIMUM_SECONDS = 1.0
-#: Beyond the call's budget: the leg machine's overrun (under a second) and a margin.
+#: Beyond the call's budget: a request's overrun (under a second) and a margin.
 EXPIRY_MARGIN_SECONDS = 2.0
 #: The pause before asking again for a place, growing by half each time up to the last.
 FIRST_PAUSE_SECONDS = 0.02

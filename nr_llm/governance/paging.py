@@ -1,12 +1,5 @@
-"""A paginator that never counts the whole ledger.
-
-Django's admin counts every matching row to number its pages: at a million rows that count
-is most of a page's time, and it grows with the table. Here only a window is counted: the
-rows before the page asked for, and at most ``PAGES_AHEAD`` pages past it (a ``LIMIT`` inside the
-``COUNT``). A list longer than that says "more than N" and links the next pages; no one pages
-past ``MAX_PAGES`` (filters and the search narrow a list; an ``OFFSET`` in the millions would
-read millions of entries), so a page's cost is bounded whatever the table's size.
-"""
+"""A paginator that counts only a window of rows, because counting a million-row ledger was
+most of an admin page's time; a longer list says "more than N"."""
 
 from __future__ import annotations
 
@@ -19,7 +12,7 @@ from django.utils.functional import cached_property
 
 #: Pages counted beyond the one shown (and linked from it).
 PAGES_AHEAD = 10
-#: The deepest page offered.
+#: Filters narrow a list; an OFFSET in the millions would read millions of entries.
 MAX_PAGES = 200
 
 
@@ -40,18 +33,15 @@ class WindowPaginator(Paginator):  # type: ignore[type-arg]
 
     @property
     def capped(self) -> bool:
-        """More rows follow than were counted (the templates say "more than")."""
         start = (self.page_number - 1) * int(self.per_page)
         return self.count > start + int(self.per_page) * (PAGES_AHEAD + 1)
 
     @property
     def counted(self) -> int:
-        """What is known for sure: at least this many rows."""
         return self.count - 1 if self.capped else self.count
 
 
 def paginator_for(request: HttpRequest, queryset: Any, per_page: int, **kwargs: Any) -> WindowPaginator:
-    """The admin's ``get_paginator``: the page number read as the changelist reads it."""
     try:
         page = int(request.GET.get(PAGE_VAR, 1))
     except ValueError:

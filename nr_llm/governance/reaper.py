@@ -1,21 +1,7 @@
-"""The reaper: a call left ``running`` past its budget plus a margin is marked failed, "may have run".
+"""Mark a call left running long past the longest budget failed, "may have run": its worker died
+mid-call, and the server may have run the tool.
 
-An operation ends within its budget plus under a second whatever the server does (the
-deadline's contract), and ``execute()`` records every outcome it sees; a row still running
-long after that belongs to a worker that was killed mid-call. The server may have run the
-tool, so the row says so: status failed, ``error_kind = "may_have_run:abandoned"``
-(``ledger.may_have_run``), and a kept answer telling the reader not to assume either way.
-
-The budget used is the largest any server may have (the installation's, or a server's own
-override, whichever is larger), so a call to a slow server is never reaped while it can
-still be running. A local tool has no deadline: one that runs longer than that budget
-plus ``MARGIN_SECONDS`` is reaped too (its late outcome is then not recorded), the price of
-never leaving a dead worker's row running for good.
-
-Both sides of the comparison are the database server's clock: a running row's ``started_at``
-is written as the database's ``Now()`` (``ledger``, ``decisions.claim``) and the cutoff counts
-back from ``dbclock.database_now()``, so no worker's clock, ahead or behind, reaps a live call.
-It runs at the start of every prune (``mcp_prune_ledger`` and the ``prune_ledger`` task).
+Both ends of the comparison are the database's clock, so no worker's clock reaps a live call.
 """
 
 from __future__ import annotations
@@ -51,10 +37,8 @@ def reap() -> int:
     cutoff = now - timedelta(seconds=longest_budget() + MARGIN_SECONDS)
     overdue = Q(started_at__lt=cutoff) | Q(started_at__isnull=True, created__lt=cutoff)
     answer = preview.preview(ABANDONED_TEXT)
-    # A worker's row has the queued budget (NR_LLM_QUEUED_OPERATION_TIMEOUT), reaped on its own.
     never, abandoned = reap_worker_rows(MARGIN_SECONDS)
-    # One UPDATE, conditional on the state: a worker that records its outcome first wins, and
-    # its own later write (``ledger.finish``, WHERE status = running) cannot undo a reap.
+    # Conditional on the state: a worker that records its outcome first wins, and cannot undo a reap.
     return (
         never
         + abandoned
@@ -70,12 +54,8 @@ def reap() -> int:
 
 
 def reap_worker_rows(margin_seconds: float) -> tuple[int, int]:
-    """End the worker rows past the queued budget plus ``margin_seconds``: (never claimed, running).
-
-    A queued row no worker took is ended unsent (the conditional UPDATE proves no worker can claim
-    it afterwards); a running one "may have run" (``reaper.ABANDONED``). Judged on the database's
-    clock, as the reaper judges every running row.
-    """
+    """End worker rows past the queued budget: a queued one unsent, a running one "may have run";
+    return (never claimed, running)."""
     now = dbclock.database_now()
     cutoff = now - timedelta(seconds=conf.QUEUED_OPERATION_TIMEOUT + margin_seconds)
     never = ledger.write(

@@ -1,12 +1,5 @@
-"""Arguments as an approver must read them: every invisible or direction-changing character shown.
-
-A browser or a terminal renders ``invoice\\u202egpj.exe`` as "invoiceexe.jpg": a right-to-left
-override, a zero-width space or a tag character changes what a person reads without changing
-what runs. Wherever a call's arguments are shown for a decision (the approval page, the call's
-page, ``mcp_call``) each such character is written as its JSON escape (``\\u202e``), marked, and
-named in a note above; what is approved (the digest) is the arguments as stored, unchanged.
-
-The escapes are unambiguous in the JSON shown: a backslash the caller typed is ``\\\\`` there.
+"""Show arguments to an approver with every invisible or direction-changing character escaped
+and named: ``invoice\\u202egpj.exe`` reads "invoiceexe.jpg". The digest approved is unchanged.
 """
 
 from __future__ import annotations
@@ -19,18 +12,13 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-# Categories no reader sees as what they are: controls, format characters (bidi overrides and
-# isolates, zero-width spaces and joiners, tags), surrogates, private use, unassigned, and the
-# line and paragraph separators JSON leaves as they are.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-# Letters and marks that render as nothing: the combining grapheme joiner, the Hangul fillers,
-# the Khmer inherent vowels, and the variation selectors (which can carry hidden bytes).
+# Letters and marks that render as nothing; variation selectors can carry hidden bytes.
 _INVISIBLE = frozenset({0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0})
 _VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 
 
 def hidden(char: str) -> bool:
-    """``char`` would not be seen as itself: invisible, or changing the direction of what follows."""
     if char == "\n":
         return False  # JSON's own indentation (a newline in a string is written \n)
     point = ord(char)
@@ -42,7 +30,6 @@ def hidden(char: str) -> bool:
 
 
 def escape(char: str) -> str:
-    """``char`` as JSON writes it escaped (a pair of escapes beyond the Basic Multilingual Plane)."""
     point = ord(char)
     if point <= 0xFFFF:
         return f"\\u{point:04x}"
@@ -51,7 +38,6 @@ def escape(char: str) -> str:
 
 
 def name(char: str) -> str:
-    """``U+202E RIGHT-TO-LEFT OVERRIDE``: what a marked escape stands for."""
     return f"U+{ord(char):04X} {unicodedata.name(char, 'unnamed character')}"
 
 
@@ -61,13 +47,11 @@ def pretty(value: Any) -> str:
 
 
 def hidden_in(value: Any) -> list[str]:
-    """The distinct hidden characters of ``value``'s JSON, in order of first appearance."""
     return list(dict.fromkeys(char for char in _dumps(value) if hidden(char)))
 
 
 def arguments_html(value: Any) -> SafeString:
-    """``value`` as the admin shows arguments: a ``<pre>`` of indented JSON in which each hidden
-    character is its escape, marked and titled with its name, under a note naming them all."""
+    """Indented JSON with each hidden character escaped and marked, under a note naming them."""
     text = _dumps(value)
     found = list(dict.fromkeys(char for char in text if hidden(char)))
     body = _join(text, lambda char: format_html('<mark title="{}">{}</mark>', name(char), escape(char)))
@@ -86,7 +70,6 @@ def _dumps(value: Any) -> str:
 
 
 def _join(text: str, marked: Callable[[str], SafeString]) -> SafeString:
-    """``text`` escaped for HTML, each hidden character replaced by ``marked(char)``."""
     runs: list[tuple[str, bool]] = []
     for char in text:
         concealed = hidden(char)

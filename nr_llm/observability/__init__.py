@@ -1,10 +1,5 @@
-"""Request completion and client disconnects (seed 003, ADR 0097).
-
-Wrap the site's handler (``DisconnectAwareWSGI`` / ``DisconnectAwareASGI``), put
-``RequestCompletionMiddleware`` last in ``MIDDLEWARE``, and every request completes
-once: an access record on ``nr_llm.access`` and a ``RequestEvent`` on
-``nr_llm.requests``; a client that left is a 499, not a 500 or silence.
-"""
+"""Every request completes once, with an access record and a ``RequestEvent``; a client that
+left is a 499, not a 500 or silence (docs/observability.md)."""
 
 from .body import BodyRejected, read_json
 from .classify import MAX_CAUSE_LINKS, is_client_disconnect

@@ -1,4 +1,4 @@
-"""Is this exception a client disconnect? Two signals, both required (seed 003).
+"""Is this exception a client disconnect? Two signals, both required.
 
 The request's signal must be aborted AND the exception must be the runtime's abort
 error at top level, or the signal's exact ``reason`` object reached by walking

@@ -178,8 +178,7 @@ class Completion(DisconnectSignal):
         return not self._cancelled(status) or bool(conf.REQUEST_EVENTS["include_cancelled"])
 
     def _cancelled(self, status: int) -> bool:
-        # A 5xx stays a failure row even if the client also left: an unclassified
-        # exception is a server error, and dropping its event would hide it (seed 003).
+        # A 5xx stays a failure even if the client also left: dropping it would hide a server error.
         return status == CLIENT_CLOSED_REQUEST or (self._reason is not None and status < 500)
 
     def _started_at(self) -> datetime:

@@ -2,7 +2,7 @@
 
 The event travels as ``record.nr_llm_event`` on logger ``nr_llm.requests``; every
 logging handler is a sink, so filtering, capacity, ordering, flushing and closing are
-logging's own (seed 003: cancellation does not fork the sink machinery).
+logging's own.
 """
 
 from __future__ import annotations

@@ -11,32 +11,23 @@ _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]
 
 
 def request_id_from(header: str | None) -> str:
-    """The client's X-Request-ID when it is a plain token; a fresh one otherwise.
-
-    A header that could carry newlines or markup into a log line is replaced, not
-    escaped: an id is only useful if it is safe to grep for.
-    """
+    """The client's X-Request-ID when it is a plain token, else a fresh one: an id is only
+    useful if it is safe to grep for."""
     if header and _REQUEST_ID.fullmatch(header):
         return header
     return _new_request_id()
 
 
 class _Ids:
-    """32 hex digits: a random per-process prefix and a counter.
-
-    uuid4() costs a getrandom() call per request, a measurable share of a trivial
-    view (bench/request_overhead.py); uniqueness only needs one random draw per process.
-    The prefix is redrawn in a forked child (an at-fork hook, not a getpid() syscall per
-    id), so pre-forked workers never share it.
-    """
+    """A random per-process prefix and a counter: uuid4() per request was a measurable cost
+    (bench/request_overhead.py). A forked child draws its own prefix."""
 
     def __init__(self) -> None:
         self._draw()
         os.register_at_fork(after_in_child=self._draw)
 
     def _draw(self) -> None:
-        # Prefix and counter are replaced together, in one tuple, so a concurrent
-        # next() never pairs a new prefix with an old count.
+        # One tuple, so a concurrent next() never pairs a new prefix with an old count.
         self._state = (os.urandom(8).hex(), itertools.count())
 
     def next(self) -> str:

@@ -10,17 +10,12 @@ from .completion import COMPLETION_KEY, Completion, access_level, access_logger
 from .events import has_receiver
 from .signal import signal_for, wrapper_state
 
-# The loggers Django writes a request's 4xx warnings to, among them CSRF's 403
-# "CSRF token missing" that a mid-upload disconnect produces.
+# A disconnect mid-upload makes CSRF log a 403 "CSRF token missing".
 FILTERED_LOGGERS = ("django.security.csrf", "django.request")
 
 
 class ClientClosedFilter(logging.Filter):
-    """Drop WARNING-and-below records about a request whose client already left.
-
-    ERROR records stay: an unclassified exception is a server error whatever the client
-    did, and it must be seen.
-    """
+    """Drop warnings about a request whose client left; errors stay, they are the server's."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno >= logging.ERROR:
@@ -33,13 +28,9 @@ class ClientClosedFilter(logging.Filter):
 
 
 class AccessRecordedFilter(logging.Filter):
-    """Drop a WARNING-and-below record about a request that ``nr_llm.access`` records anyway.
+    """Drop warnings that ``nr_llm.access`` records anyway, so a console shows a 4xx once.
 
-    Django logs every 4xx response on ``django.request`` ("Not Found: /x"); with the access
-    record on a handler too, a console shows each such request twice. Opt-in, on the
-    ``django.request`` logger (docs/observability.md). Kept: ERROR records (a 5xx's traceback
-    is what the access line lacks), and any record about a request no completion records (no
-    wrapper or middleware saw it, or nothing listens to ``nr_llm.access`` at that level).
+    Opt-in (docs/observability.md). Errors stay: the access line lacks a 5xx's traceback.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:

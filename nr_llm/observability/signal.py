@@ -1,10 +1,7 @@
-"""The per-request disconnect signal (seed 003): ``aborted``, ``reason``, ``phase``.
+"""The per-request disconnect signal, aborted by the HTTP wrappers on transport evidence only.
 
-The HTTP wrappers (``wsgi.py``, ``asgi.py``) own one signal per request and abort it on
-transport evidence only: EOF before Content-Length, a connection reset, an ASGI
-``http.disconnect`` before the response completed, or an empty read on the client socket.
-The first reason wins and is never replaced, so every layer that re-raises it raises the
-very same object, which is what the classifier matches by identity.
+The first reason wins, so every layer re-raises the same object and the classifier can match
+it by identity.
 """
 
 from __future__ import annotations
@@ -17,27 +14,17 @@ from typing import TYPE_CHECKING, NoReturn
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
-# The WSGI environ / ASGI scope key the wrappers put the signal under. Django copies
-# the environ into ``request.META`` and keeps the scope as ``request.scope``.
 SIGNAL_KEY = "nr_llm.disconnect_signal"
 
-# One lock for every signal: an abort is rare, and a lock allocated per request is a
-# measurable share of a trivial one (bench/request_path.py). It only orders the first
-# reason against a concurrent second one.
+# Shared: aborts are rare, and a lock per request was measurable (bench/request_path.py).
 _ABORT_LOCK = threading.Lock()
 
 
 class ClientDisconnected(ConnectionError):
-    """The client went away before the request completed.
-
-    The one canonical disconnect error: a transport failure is chained as its
-    ``__cause__``; EOF before Content-Length has no cause.
-    """
+    """The one disconnect error; a transport failure is chained as its ``__cause__``."""
 
 
 class Phase(enum.StrEnum):
-    """Where the request was when the client left."""
-
     REQUEST_BODY = "request_body"
     HANDLER = "handler"
     RESPONSE = "response"
@@ -51,8 +38,7 @@ class DisconnectSignal:
     def __init__(self, probe: Callable[[], BaseException | None] | None = None) -> None:
         self._reason: BaseException | None = None
         self._phase: Phase | None = None
-        # Set by a wrapper that can ask the transport whether the client is still
-        # there (WSGI: a non-blocking peek at the socket); None where it cannot.
+        # None where the wrapper cannot ask whether the client is still there.
         self._probe = probe
         self.response_started = False
 
@@ -77,11 +63,7 @@ class DisconnectSignal:
             return self._reason
 
     def check(self, phase: Phase | None = None) -> bool:
-        """Return ``aborted``, first asking the transport when the wrapper can.
-
-        Evidence found here is recorded in ``phase``, by default the handler's (the
-        response's once it started).
-        """
+        """Return ``aborted``, first asking the transport when the wrapper can."""
         if self._reason is None and self._probe is not None:
             evidence = self._probe()
             if evidence is not None:
@@ -96,7 +78,7 @@ class DisconnectSignal:
             self.raise_reason()
 
     def raise_reason(self) -> NoReturn:
-        """Raise the reason again, keeping its own cause (it must stay the same object)."""
+        """Raise the same object, keeping its own cause."""
         reason = self._reason
         if reason is None:
             raise RuntimeError("the signal is not aborted")
@@ -108,8 +90,7 @@ class DisconnectSignal:
 
 
 def wrapper_state(request: HttpRequest, key: str) -> object | None:
-    """What a wrapper stored under ``key``: WSGI environ keys reach ``request.META``,
-    ASGI scope keys stay in ``request.scope``."""
+    """What a wrapper stored under ``key``, in the WSGI environ or the ASGI scope."""
     found = request.META.get(key)
     if found is None:
         scope = getattr(request, "scope", None)

@@ -1,10 +1,5 @@
-"""Test a configured server's connection: the handshake only, nothing stored.
-
-The client stamps liveness on success (health.py); the report is for the operator's
-eyes and is never written to the row, so it cannot overwrite ``import_error``. The one
-exception is authorization: a grant that cannot be renewed marks an OAuth server "needs
-reconnect", as every other operation does (authorization/runtime.py).
-"""
+"""Test a server's connection with a ping, storing nothing but the contact stamp, so the report
+cannot overwrite ``import_error``."""
 
 from __future__ import annotations
 
@@ -20,18 +15,17 @@ from .endpoints import endpoint_for, mcp_client
 @dataclass(frozen=True)
 class ConnectionTest:
     report: ConnectionReport
-    # This test marked the server "needs reconnect" (its grant cannot be renewed without a person).
     needs_reconnect: bool = False
 
 
 def test_connection(server: McpServer) -> ConnectionTest:
-    """Ping ``server`` under its own budget; transport failures come back in the report."""
+    """Failures come back in the report; an unrenewable grant marks "needs reconnect"."""
     endpoint = endpoint_for(server)
     with health.carried() as stamps:
         report = mcp_client().ping(endpoint)
     health.write_shown(stamps)
     marked = report.failure is not None and authorization.observe(server, report.failure)
-    # The error is shown to every operator with the admin open; never the credential.
+    # Every operator with the admin open sees the error.
     return ConnectionTest(replace(report, error=redact(report.error, endpoint.credential)), marked)
 
 

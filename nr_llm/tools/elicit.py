@@ -1,8 +1,4 @@
-"""What ``tools.execute(..., responder=...)`` hands the MCP client, and how it reads the answer.
-
-A site passes a plain callable ``respond(ElicitationRequest) -> ElicitationAnswer | None`` (or an
-``InputResponder`` of its own, used as it is). None from the callable means "no answer now".
-"""
+"""Turn a site's ``responder=`` callable into what the MCP client asks; None means "not now"."""
 
 from __future__ import annotations
 
@@ -15,8 +11,7 @@ Responder = Callable[[ElicitationRequest], ElicitationAnswer | None]
 
 
 def responder_for(responder: Responder | Any | None, server: str) -> Any | None:
-    """The client's ``responder=``: None stays None (no capability declared), an object with
-    ``answer`` and ``capabilities`` is used as it is, a callable is wrapped in an ``Elicitor``."""
+    """None declares no capability; a ready responder object is used as it is."""
     if responder is None:
         return None
     if hasattr(responder, "answer") and hasattr(responder, "capabilities"):
@@ -27,8 +22,7 @@ def responder_for(responder: Responder | Any | None, server: str) -> Any | None:
 
 
 def needs_input(elicitor: Any | None, error: McpTransportError | None = None) -> bool:
-    """The call's status is ``needs_input``: the server asked for input the call could not give
-    (``input_required``), or the site's responder answered "not now" (None) to a request."""
+    """The server asked for input the call could not give, or the responder said "not now"."""
     if error is not None and error.kind == "input_required":
         return True
     return bool(getattr(elicitor, "unanswered", ()))

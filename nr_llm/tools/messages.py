@@ -1,27 +1,9 @@
-"""``tool_messages``: a turn's tool results as the messages a provider takes for the model's next turn.
+"""A turn's tool results as the messages each provider takes for the model's next turn.
 
-Each shape follows the provider's documented request types (checked against the ``openai`` and
-``anthropic`` packages' typed dicts in tests/tools/test_messages.py):
-
-- ``"openai"``, Chat Completions (https://developers.openai.com/docs/guides/function-calling?api-mode=chat):
-  one ``role: "tool"`` message per call, with its ``tool_call_id``. A tool message carries text
-  only, so a turn's images follow in ONE ``role: "user"`` message of ``image_url`` data-URL
-  parts, each led by a text part naming the call it belongs to.
-- ``"openai-responses"``, Responses (https://developers.openai.com/docs/guides/function-calling?api-mode=responses):
-  one ``function_call_output`` item per call; with images its ``output`` is a list of
-  ``input_text`` and ``input_image`` parts.
-- ``"anthropic"``, Messages (https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview):
-  ONE ``role: "user"`` message holding a ``tool_result`` block per call, in the order given,
-  ``is_error`` set, images as ``image`` blocks with a base64 ``source``.
-
-No block a provider rejects (HTTP 400 for the whole conversation) is ever handed over: an image
-whose bytes are not the type it declares (a JPEG labelled image/png) is left out with a note the
-model reads, and an empty or whitespace-only answer is said in words.
-
-Every call the model made gets its result, whether it ran or not: the providers refuse a turn
-in which a tool call has no answer. A call that awaits approval, was denied, expired or is
-still running comes out as a result whose text says it did not run (``is_error`` where the
-provider has it), so the model neither waits for an answer nor assumes one.
+The shapes are checked against the ``openai`` and ``anthropic`` packages' typed dicts in
+tests/tools/test_messages.py. A block a provider would reject (HTTP 400 for the whole
+conversation) is never sent, and every call gets a result, ran or not: the providers refuse a
+turn with an unanswered call.
 """
 
 from __future__ import annotations
@@ -53,10 +35,8 @@ def tool_messages(
 ) -> list[dict[str, Any]]:
     """The messages (Chat Completions, Anthropic) or input items (Responses) to append, in order.
 
-    ``results``: one per tool call of the model's turn, as ``execute_many`` returns them (each
-    carries the provider's id of its call, ``tool_call_id``), or ``execute(...,
-    tool_call_id=...)`` results. A ``(tool_call_id, result)`` pair is taken too. Raises
-    ``ValueError`` for an unknown ``provider`` or a result that carries no provider id.
+    Each result must carry its ``tool_call_id`` (``execute_many`` sets it), or come as a
+    ``(tool_call_id, result)`` pair.
     """
     pairs = [_pair(item) for item in results]
     if provider == "openai":
@@ -85,8 +65,6 @@ def _ran(result: ToolResult) -> bool:
 
 
 def _images(result: ToolResult) -> list[Block]:
-    """The images a model may see: of a call that ran, of a type the providers take, whose bytes
-    are that type."""
     if not _ran(result):
         return []
     return [block for block in result.images if _sendable(block)]
@@ -97,8 +75,7 @@ def _sendable(block: Block) -> bool:
 
 
 def _is_declared_type(block: Block) -> bool:
-    """Whether the image's bytes begin as its declared type does: a provider decodes the image
-    and refuses the whole request when they do not."""
+    """A provider refuses the whole request when an image's bytes are not its declared type."""
     try:
         head = base64.b64decode(block["data"][:24], validate=True)
     except (binascii.Error, ValueError):
@@ -158,7 +135,6 @@ def _tool_result(call_id: str, result: ToolResult) -> dict[str, Any]:
         "type": "tool_result",
         "tool_use_id": call_id,
         "content": content,
-        # A call that did not run produced no result: not an error of the tool, but not a
-        # success either; Claude reads is_error as "this did not work".
+        # Claude reads is_error as "this did not work", which a call that did not run is.
         "is_error": result.is_error or not _ran(result),
     }

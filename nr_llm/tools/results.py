@@ -10,11 +10,8 @@ from typing import Any, Literal
 from ..mcp.protocol.progress import Progress
 from ..mcp.protocol.results import Block
 
-#: ``awaiting_approval`` and ``running`` are neither success nor failure: the call has not
-#: (yet) run here; ``denied`` and ``expired`` never will; ``needs_authorization``: not sent,
-#: the actor must connect their account first (``connect_url``); ``needs_input``: the server
-#: asked for input the site's responder (or its absence) could not give, the call did not finish;
-#: ``queued``: its row waits for a worker of the site's task backend (``tools.enqueue``).
+#: Only ``succeeded`` and ``failed`` say the call ran; ``denied`` and ``expired`` never will;
+#: ``needs_authorization`` was not sent; ``needs_input`` asked for input the site could not give.
 ToolStatus = Literal[
     "succeeded",
     "failed",
@@ -32,32 +29,24 @@ ToolStatus = Literal[
 class ToolResult:
     text: str
     is_error: bool
-    #: The identifier of the MCP server that answered (or failed); "" for a local tool.
+    #: "" for a local tool.
     server: str = ""
     status: ToolStatus = "succeeded"
-    #: The ledger row's id (``ToolCall``) of this call, what ``resume`` takes; None when it could
-    #: not be recorded. Not the provider's id of the call (``tool_call_id``).
-    #: Out of equality: two results that say the same thing are equal.
+    #: The ledger row's id (see "Call id" in the glossary); None when it could not be recorded.
     call_id: uuid.UUID | None = field(default=None, compare=False)
-    #: The answer's blocks in MCP shape (text, image, audio, resource_link, resource), cleaned
-    #: and capped; () for a local tool or a call that did not run.
+    #: In MCP shape, cleaned and capped.
     content: tuple[Block, ...] = ()
-    #: The server's structuredContent, when the tool declares an outputSchema and it conforms.
+    #: Only when the tool declares an outputSchema and the answer conforms.
     structured: dict[str, Any] | None = None
-    #: Where the actor connects their account (status ``needs_authorization``), else "".
     connect_url: str = ""
-    #: The latest progress its server reported, for a call read back by ``tools.result()``.
     progress: Progress | None = field(default=None, compare=False)
-    #: The provider's id of the tool call this answers (``execute(tool_call_id=...)``, or the id
-    #: of the model's call in ``execute_many``); None when not given. Not the ledger row's id.
     tool_call_id: str | None = field(default=None, compare=False)
-    #: Why (status ``needs_authorization``): ``no_actor``, ``not_connected``, ``reconnect`` or
-    #: ``sign_in`` (an enterprise-managed server and no ID token for the user: ``connect_url``
-    #: is then the site's login page); else "".
+    #: ``no_actor``, ``not_connected``, ``reconnect`` or ``sign_in`` (then ``connect_url`` is the
+    #: site's login page).
     authorization_reason: str = ""
 
     def __post_init__(self) -> None:
-        # An error result built without a status (the historical three fields) is a failure.
+        # Results built before ``status`` existed say only ``is_error``.
         if self.is_error and self.status == "succeeded":
             object.__setattr__(self, "status", "failed")
 

@@ -1,16 +1,5 @@
-"""``using_client``: a site's tests swap the MCP client, and nothing else.
-
-Inside ``with tools.using_client(fake):`` every place that would build the installation's MCP
-client (``execute``, ``execute_many``, ``resume`` and their twins, catalogue imports, resource
-reads, prompts) gets ``fake`` instead. Everything around the client runs as in production: the
-catalogue row, the ceiling, approval, the ledger's rows and their writes. So a test that passes
-here took the path a real call takes; only the network is missing.
-
-``fake`` needs the methods of ``McpClient`` the test reaches: ``call_tool(endpoint, name,
-arguments=None, *, input_schema=None)`` for a call, ``list_tools(endpoint, on_page=None,
-fresh=False)`` for an import. The swap is process-wide (the calls of a turn run on other
-threads) and blocks nest; it is a seam for tests, not for a running site.
-"""
+"""Swap only the MCP client in a site's tests, so everything else (ceiling, approval, ledger)
+runs as in production; process-wide, because a turn's calls run on other threads."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``cancel_task``: ask a server to stop the MCP task a worker's call waits on (the admin's button).
 
 One ``tasks/cancel``, an operation of its own with the server's budget: nothing of this process
-is aborted (seed 000), the server is asked and decides. Its answer (the task's state then) is kept
+is aborted, the server is asked and decides. Its answer (the task's state then) is kept
 on the row; the worker following the task reads the end on its next poll and records it
 (``task_cancelled``), so the call's outcome is written in one place only.
 """

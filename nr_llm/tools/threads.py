@@ -1,23 +1,8 @@
-"""Where tool calls run when the caller is async or runs several at once: the tool-call pool.
+"""The tool-call pool, where calls run when the caller is async or runs several at once.
 
-The thread policy, chosen on purpose: ``sync_to_async``'s default (``thread_sensitive=True``)
-would run every call of every request on the one thread Django keeps for sync code, one
-after another. A tool call is network-bound and needs no particular thread (no transaction
-of the caller's can span it: an async view has none, and the ledger writes in its own), so
-calls run on a process-wide pool of ``NR_LLM_TOOL_THREADS`` threads, side by side. Each call
-is a unit of work as a request is: its thread's database connection is recycled before and
-after as Django's request signals do (``close_old_connections``, which honours
-``CONN_MAX_AGE`` and ``CONN_HEALTH_CHECKS``), and a thread idle past ``CONN_MAX_AGE`` lets its
-connection go (``own_transaction.Workers``): a process holds no more connections than its live
-work needs.
-
-A pool thread never waits on the pool: work handed over from one (a local tool that runs a turn
-of its own, an agent used as a tool) runs in place on that thread, so a saturated pool cannot
-deadlock on itself. At exit the pool finishes the calls in flight and drops the queued ones,
-which were never sent, and logs how many of each.
-
-The sync API called from a running event loop (an ``async def`` view) would block the loop
-and every request it serves; it fails loudly instead, naming the twin to await.
+Not ``sync_to_async``'s one thread for sync code: it would run every call of every request one
+after another, and a network-bound call needs no particular thread. A pool thread never waits
+on the pool, so a saturated pool cannot deadlock on itself.
 """
 
 from __future__ import annotations
@@ -45,16 +30,11 @@ logger = logging.getLogger("nr_llm.tools")
 
 _lock = threading.Lock()
 _pool: Workers | None = None
-#: Marks the pool's threads while they run a job (``on_pool_thread``).
 _here = threading.local()
 
 
 def refuse_in_event_loop(function: str, twin: str) -> None:
-    """Raise ``SynchronousOnlyOperation`` naming ``tools.<twin>`` when called on a running loop.
-
-    Not a tool failure, so not a result: a programming error the developer must see.
-    ``DJANGO_ALLOW_ASYNC_UNSAFE`` lifts it, as it lifts Django's own guard (a notebook).
-    """
+    """Fail loudly rather than block the loop: a programming error, not a tool failure."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -76,7 +56,6 @@ def _call(work: Callable[[], Any]) -> Any:
 
 
 def on_pool_thread() -> bool:
-    """True on a pool thread running a job: work it hands over must not wait for the pool."""
     return getattr(_here, "in_pool", False)
 
 
@@ -90,8 +69,7 @@ def pool() -> Workers:
 
 
 def close_pool() -> None:
-    """Close every pool thread's database connection and stop the pool (before a test database
-    is dropped); the next call starts a new one."""
+    """Stop the pool and its connections (before a test database is dropped)."""
     global _pool
     with _lock:
         current, _pool = _pool, None
@@ -100,8 +78,7 @@ def close_pool() -> None:
 
 
 def stop_at_exit(grace: float | None = None) -> tuple[int, int]:
-    """Finish the calls in flight (within ``grace``, default one operation budget and a second)
-    and drop the queued ones, never sent; log and return (in flight, dropped)."""
+    """Finish the calls in flight and drop the queued ones, never sent; (in flight, dropped)."""
     with _lock:
         current = _pool
     if current is None:
@@ -122,13 +99,11 @@ def stop_at_exit(grace: float | None = None) -> tuple[int, int]:
 
 @atexit.register
 def _stop_at_exit() -> None:
-    # The threads are daemons: without this, a process that exits cuts its calls off mid-way
-    # (rows left "running" for the reaper) and a queued call could start during interpreter exit.
+    # Daemon threads: otherwise exit cuts calls off mid-way, leaving rows "running".
     stop_at_exit()
 
 
 def _forked() -> None:
-    # A forked child has none of the parent's threads: it starts a pool of its own.
     global _pool, _lock
     _pool, _lock = None, threading.Lock()
 
@@ -151,10 +126,7 @@ def _as_unit_of_work(
 
 
 def _carried() -> list[tuple[contextvars.ContextVar[object], object]]:
-    # The caller's context variables (a trace's span, a request's id) go along; asgiref's
-    # do not: Django keeps a thread's database connection in them, and the pool thread's own
-    # must stay its own (run in a copied context, it would be a new connection per call,
-    # dropped unclosed with the copy when CONN_MAX_AGE keeps connections).
+    # Not asgiref's: Django keeps a thread's connection there, and a copy would leak one per call.
     return [
         (var, value)
         for var, value in contextvars.copy_context().items()
@@ -163,12 +135,8 @@ def _carried() -> list[tuple[contextvars.ContextVar[object], object]]:
 
 
 def submit(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
-    """Run ``function`` on the pool with the caller's context variables carried over.
-
-    On a pool thread it never waits for the pool (waiting for another pool thread from one could
-    wait for good once every thread does the same): it runs here and now (the future returned is
-    done), or, under an event loop a local tool runs there, on a thread of its own.
-    """
+    """Run ``function`` on the pool with the caller's context variables; from a pool thread, in
+    place (or beside it under a loop), since waiting on the pool could wait for good."""
     work = functools.partial(_as_unit_of_work, _carried(), function, *args, **kwargs)
     if not on_pool_thread():
         return pool().submit(work)
@@ -190,8 +158,7 @@ def _settled_here(work: Callable[[], T]) -> Future[T]:
 
 
 def _beside(work: Callable[[], T]) -> Future[T]:
-    """``work`` on a new thread, marked as the pool's: the ORM refuses to run under a loop, and
-    the pool's threads may all be waiting for this one."""
+    """The ORM refuses to run under a loop, and the pool may be busy waiting for this."""
     done: Future[T] = Future()
 
     def serve() -> None:
@@ -211,11 +178,7 @@ def _beside(work: Callable[[], T]) -> Future[T]:
 
 
 async def run(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """Await ``function`` on the pool.
-
-    A caller cancelled meanwhile (a client that went away) stops waiting; a call that has not
-    started never starts, and one that has runs to its end on its thread and records its
-    outcome there: it is never left ``running`` in the ledger, nor sent again.
-    """
+    """Await ``function`` on the pool; a cancelled caller stops waiting, but a started call
+    runs to its end and records its outcome."""
     future = submit(function, *args, **kwargs)
     return await asyncio.wrap_future(future)

@@ -259,7 +259,7 @@ def _placed(each: _Planned, row: McpTool | None, read_at: float) -> _Planned:
         server=server.identifier,
         cap=server.max_concurrent_calls or conf.TOOL_CONCURRENCY_PER_SERVER,
         alone=row.run_alone or (server.run_writes_alone and not read_only),
-        # The leg machine may overrun a budget by under a second (docs/mcp-client.md).
+        # A request may overrun its budget by under a second (docs/mcp-client.md).
         budget=server.budget_seconds + 1.0,
         row=row,
         read_at=read_at,

@@ -6,7 +6,7 @@ networks are allowed), no user-info, the host resolved within the operation's bu
 refused on a private address, the connection dialled to exactly the addresses judged.
 Each leg runs under a watchdog of its own holding ITS host's vetted addresses: the MCP
 leg's watchdog pins the MCP server's addresses, so an exchange with an authorization
-server must never run inside it. The legs are sent by the client's one leg machine
+server must never run inside it. The legs are sent by the client's one request path
 (wire/legs.py: TLS identity and trust, watchdog, caps, redirect refusal, the exception
 map); this module vets, and reads JSON. Every leg is granted from the operation's one
 deadline.

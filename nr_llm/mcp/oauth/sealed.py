@@ -1,5 +1,4 @@
-"""A token or registration answer unwrapped at once into a ``Sealed`` body (../sealed.py),
-so no frame of ours holds one in a readable form."""
+"""Seal a token or registration answer at once, so no frame of ours holds it readable."""
 
 from __future__ import annotations
 

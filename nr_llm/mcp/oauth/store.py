@@ -1,12 +1,7 @@
-"""What an authorization leaves behind, and the small protocol that keeps it.
+"""Where grants are kept, behind a small protocol: the database for the app, memory for tests.
 
-The protocol client never decides where grants live: the Django app keeps them in the
-database (encrypted, shared by every worker), scripts and tests in memory. A store owns
-the single flight of a refresh: ``exclusive`` is held around re-reading, refreshing and
-saving one server's grant, so that two callers never spend one refresh token (a rotating
-authorization server would revoke the whole grant on the second use). Waiting for it is
-part of the operation: bounded by what is left of its budget, ending ``deadline_exhausted``.
-A store raises ``McpTransportError`` for its own failures, never its backend's errors.
+A store serializes each server's refresh (``exclusive``), because a rotating authorization
+server revokes the whole grant when one refresh token is used twice.
 """
 
 from __future__ import annotations
@@ -36,25 +31,15 @@ class ClientRegistration:
     client_id: str
     client_secret: str | None = field(default=None, repr=False)
     auth_method: AuthMethod = "none"
-    # RFC 7591 client_secret_expires_at as epoch seconds; None or 0: does not expire.
+    # None or 0: does not expire.
     secret_expires_at: float | None = None
-    # How the identity came about: "preregistered", "dynamic" or "metadata_document".
     origin: str = "dynamic"
 
 
 @dataclass(frozen=True)
 class Grant:
-    """An authorization of one MCP server: tokens plus what they are pinned to.
-
-    ``expires_at`` is absolute (epoch seconds), so a grant read back after a restart
-    still knows when it ends. ``issuer``, ``token_endpoint`` and ``resource`` are pinned
-    when the server is authorized: the refresh token and client secret go to that token
-    endpoint only, whatever a later challenge or metadata document says. ``mcp_url`` is
-    the URL the grant was issued for: used for any other, the token would reach a party
-    it was not meant for, so a changed URL sets the grant aside. ``resource_metadata`` is
-    where the protected resource metadata was found (often only the challenge says), so
-    a renewal can find it again.
-    """
+    """Tokens and what they are pinned to: secrets go only to the pinned token endpoint, and a
+    changed server URL sets the grant aside so a token never reaches an unintended party."""
 
     access_token: str = field(repr=False)
     issuer: str
@@ -64,19 +49,16 @@ class Grant:
     expires_at: float | None = None
     refresh_token: str | None = field(default=None, repr=False)
     scopes: tuple[str, ...] = ()
-    # "authorization_code", or one a client obtains with no person ("client_credentials",
-    # "enterprise", "workload"): how a lost grant can be renewed.
+    # Says how a lost grant can be renewed (with a person or without).
     grant_type: str = "authorization_code"
     # Empty for a grant from before it was recorded: the resource must then cover the URL.
     mcp_url: str = ""
     resource_metadata: str | None = None
-    # "Bearer", or "DPoP" for a token bound to ``dpop_key`` (RFC 9449), which is then sent with
-    # the DPoP scheme and a proof per request; the key (PEM) is the grant's own, never shown.
+    # "DPoP" binds the token to ``dpop_key`` (RFC 9449).
     token_type: str = "Bearer"
     dpop_key: str | None = field(default=None, repr=False)
 
     def fresh(self, now: float, skew: float) -> bool:
-        """Usable for a request starting ``now``: unexpired with ``skew`` seconds to spare."""
         return self.expires_at is None or now < self.expires_at - skew
 
     def issued_for(self, url: str) -> bool:
@@ -84,8 +66,7 @@ class Grant:
 
 
 def issued_for(mcp_url: str, resource: str, url: str) -> bool:
-    """Whether a grant recorded for ``mcp_url`` (empty: not recorded) and ``resource`` may be used
-    for ``url``: the very URL, or for an unrecorded one, a URL its resource covers."""
+    """The very URL, or when none was recorded, one its resource covers."""
     return mcp_url == url if mcp_url else covers(resource, url)
 
 
@@ -95,10 +76,7 @@ class GrantStore(Protocol):
     def load(self, server: str) -> Grant | None: ...
 
     def save(self, server: str, grant: Grant) -> None:
-        """Keep ``grant`` durably at once: a rotated refresh token lost here is lost for good.
-
-        Raises (``McpTransportError``) when it cannot: the caller must not go on as if kept.
-        """
+        """Keep durably at once, or raise: a rotated refresh token lost here is lost for good."""
         ...
 
     def forget(self, server: str) -> None: ...
@@ -108,10 +86,8 @@ class GrantStore(Protocol):
     def save_registration(self, server: str, registration: ClientRegistration) -> None: ...
 
     def exclusive(self, server: str, deadline: OperationDeadline) -> AbstractContextManager[None]:
-        """Held around re-read, refresh and save of one server's grant; as wide as the store
-        is shared (a process lock in memory, and a row lock in a database). Raises
-        ``deadline_exhausted`` when it is not had while a leg could still follow; on leaving,
-        raises if what was saved inside could not be kept."""
+        """Held around re-read, refresh and save, as wide as the store is shared; the wait is
+        spent from the operation's budget."""
         ...
 
 
@@ -123,19 +99,14 @@ class _Lock:
 
 
 class ServerLocks:
-    """One lock per key in this process, alive while someone holds or waits for it.
-
-    Keyed by what the lock protects (a server), never by the object asking: the app builds
-    a store per operation. The map is weak, so it holds only the keys in use.
-    """
+    """One lock per server, not per store (the app builds a store per operation); weakly held."""
 
     def __init__(self) -> None:
         self._forget()
         _SERVER_LOCKS.add(self)
 
     def _forget(self) -> None:
-        # Also in a forked child: a parent's thread that held a lock at the fork does not exist
-        # there to let it go, and no renewal of the parent's is in progress in the child.
+        # Also in a forked child, where no thread exists to release a parent's lock.
         self._guard = threading.Lock()
         self._locks: weakref.WeakValueDictionary[Hashable, _Lock] = weakref.WeakValueDictionary()
 
@@ -168,12 +139,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def lock_wait_seconds(deadline: OperationDeadline) -> float:
-    """How long one may wait for another caller's renewal: what is left, less the one leg that
-    must still follow. Free locks are taken at once even at the floor.
-
-    Starts the operation's clock if no leg has (the wait is spent from the budget like a
-    leg), and raises ``deadline_exhausted`` when not even a leg is left.
-    """
+    """What is left of the budget less the request that must still follow."""
     deadline.grant()
     return max(deadline.remaining_ns() / 1e9 - MINIMUM_LEG_SECONDS, 0.0)
 

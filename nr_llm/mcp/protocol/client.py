@@ -21,8 +21,8 @@ when the server refused it in a way that proves it did not run it. Once a server
 that no answer proves refused (``resend.may_have_run``: a timeout, a 5xx, an error code that is
 no refusal).
 
-The client takes no cancellation token and has no abort method (seed 000, "What this
-does not do"): the budget decides what the next leg gets and whether it is sent at all.
+The client takes no cancellation token and has no abort method: the budget alone decides
+what the next request gets and whether it is sent at all.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ class McpClient:
 
         ``on_page(pages, tools)`` hears after each page how far the walk is. It is progress
         only: whatever it raises is logged and the walk goes on, so it can never serve as
-        the cancellation seam this client deliberately lacks (seed 000).
+        the cancellation this client deliberately lacks.
         """
 
         if not fresh and self.tools_cache is not None:
@@ -364,7 +364,7 @@ class McpClient:
 
     def cancel_task(self, endpoint: Endpoint, task: TaskState, name: str = "") -> TaskState:
         """Ask the server to stop a task (``tasks/cancel``), an operation of its own with its own
-        budget: no request in flight is aborted (seed 000), the server is asked, and it decides.
+        budget: no request in flight is aborted, the server is asked, and it decides.
         Returns the task's state as the server then reports it (it may still be working, or
         have ended otherwise); a task the server forgot is ``task_lost``."""
 

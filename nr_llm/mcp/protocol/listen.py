@@ -6,8 +6,8 @@
   the endpoint with the session id: the session's stream, on which the server sends the same
   notification; the session is ended (DELETE) when the window closes.
 
-A window is one operation whose budget is the window: every leg, the stream included, is a
-leg of the one leg machine (host gate, TLS by name, caps, redirects refused), and the stream
+A window is one operation whose budget is the window: every leg, the stream included, is sent
+by wire/legs.py like any other (host gate, TLS by name, caps, redirects refused), and the stream
 is cut when the window ends. The caller (the Django side's watcher) decides what a change
 costs (a debounced re-import) and how often to reconnect: nothing here loops or retries.
 Nothing here sends a ``tools/call``, so the exactly-once rule has nothing to guard.

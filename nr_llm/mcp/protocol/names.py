@@ -1,9 +1,5 @@
-"""The local tool-name rule: ``mcp_<identifier>_<remote>``, accepted or rejected, never rewritten.
-
-Function-calling APIs accept only ``^[a-zA-Z0-9_-]{1,64}$``. A name that does not fit is
-refused rather than shortened or sanitised: two remote tools rewritten to one name, or a
-name a model cannot map back to the tool the operator enabled, is worse than a skip.
-"""
+"""Local tool names, ``mcp_<identifier>_<remote>``, refused rather than rewritten when they do not
+fit function-calling APIs: a rewritten name could collide or not map back to the tool enabled."""
 
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ MAX_LOCAL_NAME = 64
 
 
 class InvalidToolName(ValueError):
-    """A remote name whose local name breaks the rule; the message says how."""
+    """The message says how the name breaks the rule."""
 
 
 def local_name(identifier: str, remote_name: str) -> str:
@@ -25,7 +21,6 @@ def local_name(identifier: str, remote_name: str) -> str:
 
 
 def checked_local_name(identifier: str, remote_name: str) -> str:
-    """``local_name`` when it fits the rule, else ``InvalidToolName`` with the reason."""
     if not remote_name:
         raise InvalidToolName("remote tool name is empty")
     name = local_name(identifier, remote_name)

@@ -1,34 +1,6 @@
-"""When a request of an operation may be sent again: the one rule, decided here only.
+"""When a request may be sent again, decided only here: never once the server may have run it.
 
-Exactly once. A server that sent a 2xx status line for a POST has accepted it: from then on
-a ``tools/call`` may have run, whatever follows (a stream that ends early, a resumption
-refused with 404 or 405, a broken connection, a timeout). The leg machine (wire/legs.py)
-marks every failure after that status line ``accepted``, and a stream that cannot be
-finished is ``interrupted``; nothing here lets an accepted request out again: no new
-session, no re-probe, no era fallback, no second try on a new connection (urllib3 retries
-nothing by itself).
-
-A request is sent once more (in a new session, or in the other era) only when the server
-refused it in a way that proves it did not run it: its own status line was not 2xx (a 4xx;
-a 5xx proves nothing, a gateway may answer it after the tool ran), or its answer was a
-JSON-RPC error that a server gives before running anything. Only ``tools/call`` carries the
-exactly-once contract; the reads (``server/discover``, ``initialize``, ``tools/list``) follow
-the same rule here, and the era probe reads any answer as evidence (client.py).
-
-A pooled connection the server closed while it sat idle fails the next request before any
-byte of an answer. That request goes once more, on a new connection, when it may be repeated
-(``server/discover``, ``initialize``, ``tools/list``, ``ping``, a GET or a DELETE), and any other
-(a ``tools/call``, a notification, an OAuth token request) only when the connection shows it
-never left: the write itself failed (the wire's ``on_fresh_connection``, wire/legs.py, told
-here whether the request may be repeated). A request that was written and then met a closed
-connection may have reached the server: a ``tools/call`` so cut off is ``interrupted``
-(transport.py), never resent.
-
-What a failed ``tools/call`` is said to be follows from the same rule (``may_have_run``): it
-"could not run" only when it never left this machine or the server's answer proves it refused
-before running; in every other case (a timeout before the status line, a 502 or 504, a JSON-RPC
-error that is no refusal, an interrupted or accepted call) the model and the ledger are told it
-may have run.
+The rule and its reasons: docs/internals.md, "When a request is sent again".
 """
 
 from __future__ import annotations
@@ -37,14 +9,13 @@ from ..wire.errors import McpTransportError
 from ..wire.legs import idempotent
 from . import modern
 
-# JSON-RPC methods that change nothing on the server: sent twice, they do no harm.
+# Methods that change nothing on the server, so sending one twice does no harm.
 REPEATABLE_METHODS = frozenset(
     {
         "server/discover",
         "initialize",
         "tools/list",
         "ping",
-        # Reads: sending one twice changes nothing on the server.
         "resources/list",
         "resources/templates/list",
         "resources/read",
@@ -82,8 +53,7 @@ def refused(exc: McpTransportError) -> bool:
     return exc.kind == "status" and status is not None and 400 <= status < 500
 
 
-# Failures before the request was written: nothing reached the server. (An ``unreachable``
-# request that was written and then cut off is ``interrupted`` for a tools/call, transport.py.)
+# Failures before the request was written: nothing reached the server.
 _NEVER_SENT = frozenset(
     {
         "deadline_exhausted",
@@ -99,9 +69,8 @@ _NEVER_SENT = frozenset(
 
 
 def may_have_run(exc: McpTransportError) -> bool:
-    """The failed request may have run: it was (or may have been) written, and no answer proves
-    the server refused it before running. The one verdict behind "could not run" (False) and
-    "may have run" (True) for the client, ``execute``, ``resume`` and the ledger."""
+    """The failed request may have been written and no answer proves the server refused it: the
+    one verdict behind "may have run" for the client, ``execute``, ``resume`` and the ledger."""
     if exc.accepted:
         return True
     if exc.kind in _NEVER_SENT or not exc.written:
@@ -115,8 +84,8 @@ def new_session(exc: McpTransportError) -> bool:
 
 
 def other_era(exc: McpTransportError) -> bool:
-    """The request may be sent again in the other era: refused the way a server of the other
-    era refuses (an era code, or a bare 400/404/405)."""
+    """The request was refused the way a server of the other era refuses (an era code, or a
+    bare 400/404/405)."""
     if not refused(exc):
         return False
     return exc.kind == "rpc_error" or (exc.kind == "status" and exc.http_status in _OTHER_ERA_STATUSES)

@@ -19,38 +19,29 @@ class ConnectionReport:
     server_name: str = ""
     server_version: str = ""
     error: str = ""
-    # "modern" (2026-07-28, server/discover) or "handshake" (initialize); "" when unreachable.
     era: str = ""
-    # The failure itself, for a caller that acts on it (e.g. an OAuth server whose grant
-    # cannot be renewed needs reconnect). Out of repr and equality: those stay the values.
+    # For a caller that acts on it; out of equality, which compares what is shown.
     failure: McpTransportError | None = field(default=None, repr=False, compare=False)
 
     @property
     def error_kind(self) -> ErrorKind | Literal[""]:
-        """The failure's kind (see errors.py); "" for a reachable server."""
         return self.failure.kind if self.failure is not None else ""
 
 
-#: A content block in MCP shape (``text``, ``image``, ``audio``, ``resource_link``, ``resource``),
-#: rebuilt from the fields MCP defines, cleaned and capped (content.py).
+#: A content block in MCP shape, rebuilt from the fields MCP defines (content.py).
 Block = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class CallOutcome:
-    """A tool's answer: ``text`` for a text reader, ``content`` as the server's blocks (kept and
-    cleaned), ``structured`` its structured content (checked against the tool's output schema
-    when one was given: content.conform), ``mismatch`` the first way it missed that schema,
-    ``notes`` what was dropped."""
+    """A tool's answer; ``mismatch`` is the first way it missed the tool's output schema."""
 
     text: str
     is_error: bool
-    # The era the answer came in ("modern" or "handshake"), for the ledger; "" when not known.
     era: str = ""
     content: tuple[Block, ...] = ()
     structured: dict[str, Any] | None = None
     mismatch: str = ""
-    #: What was not passed on, and why (they also lead ``text``).
     notes: tuple[str, ...] = ()
-    #: The task the server ran the call as (tasks.py), in its last state; None for a direct answer.
+    #: In its last state; None for a direct answer.
     task: TaskState | None = None

@@ -1,10 +1,5 @@
-"""The input-schema rule before migration 0007, kept only to recognise pins made under it.
-
-An enabled tool pinned under this rule stores what this rule kept, not what the server sent.
-Its first import after the upgrade asks: would this rule, applied to what the server sends
-now, give what was pinned? If so the server did not change the tool and it stays enabled
-(``catalogue._pin``); a better normaliser is never mistaken for a server's change.
-"""
+"""The input-schema rule before migration 0007, kept so a tool pinned under it is not taken for
+a changed tool: if this rule applied to what the server sends now gives the pin, it stays enabled."""
 
 from __future__ import annotations
 
@@ -25,11 +20,7 @@ KEPT = (
 
 
 def first_rule(schema: Any) -> Any:
-    """What the first rule stored for ``schema``, which the current rule accepted.
-
-    The current rule checks every value the first one checked, and refuses whatever the first
-    one refused, so for such a schema the first rule's result was exactly this projection.
-    """
+    """What the first rule stored for a schema the current rule accepts: exactly this projection."""
     if not isinstance(schema, dict):
         return schema
     kept: dict[str, Any] = {}

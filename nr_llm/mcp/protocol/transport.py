@@ -1,13 +1,13 @@
 """The MCP exchange over Streamable HTTP: one POST per JSON-RPC message, its answer read.
 
-Every leg is sent by the wire's leg machine (wire/legs.py: TLS, host gate, watchdog, caps,
+Every leg is sent by wire/legs.py (TLS, host gate, watchdog, caps,
 the exception map); this module builds the MCP request (headers, session, protocol version,
 the credential), reads the answer and applies the protocol's rules to it. The first JSON-RPC
 response to our request id in a JSON body or an event stream is the answer; server requests
 and notifications before it are skipped. A 401/403 is read as an OAuth challenge and handed to
 the operation's token source (the oauth package, through its public face).
 
-Exactly once: the leg machine marks every failure after a 2xx status line ``accepted``. A POST
+Exactly once: wire/legs.py marks every failure after a 2xx status line ``accepted``. A POST
 so accepted and then cut off (the connection broke, or its event stream ended and could not be
 resumed: no event id, a resumption refused with 404 or 405, timed out, broken, or not fitting
 the budget) is ``interrupted``, and a tools/call's message says the tool may have run;
@@ -325,7 +325,7 @@ class Transport:
         each JSON-RPC message on it, decoded and masked, to ``on_message`` until the server ends
         it; the deadline's grant bounds it like any leg (a ``timeout`` at its end). ``opened``
         is called once the stream's head is in, so a caller can send work the server answers
-        there. A leg of the one leg machine: host gate, caps, redirects refused, one error map.
+        there. Sent by wire/legs.py like every leg: host gate, caps, redirects refused, one error map.
 
         Two callers: a watch (change notifications, listen.py) and a call with a responder
         (the server's requests on the session's GET stream, handshake.py)."""
@@ -462,7 +462,7 @@ class Transport:
             self._raise_rpc_error(reading)
         self._check_status(reading, session_id, expects_body=request_id is not None)
         if request_id is None or not isinstance(request_id, int):
-            # A notification (202) or a DELETE: nothing to read here. The leg machine
+            # A notification (202) or a DELETE: nothing to read here. wire/legs.py
             # reads the empty body (Reading.settle), so the connection serves the next leg.
             return None
         if reading.media == "text/event-stream":

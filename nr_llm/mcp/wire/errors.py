@@ -1,64 +1,36 @@
-"""Errors of the MCP client.
+"""Errors of the MCP client: one type, and callers branch on ``kind``.
 
 Exception tree::
 
-    McpTransportError           one type; callers branch on ``kind``
-        kind = deadline_exhausted   the operation's budget ran out; the server was not asked
-               timeout              a leg outlived its grant on the wire
+    McpTransportError
+        kind = deadline_exhausted   the budget ran out before the server was asked
+               timeout              a request outlived its share of the budget
                unreachable          DNS, connect or connection failure
-               tls                  the TLS handshake failed: a certificate from an issuer not
-                                    trusted here, for another name, expired or not yet valid,
-                                    or no handshake this client can complete
-               refused_host         the host resolves to a private/loopback address, or a
-                                    credential would travel over plain http to a public host
-               redirect             a 3xx answer (never followed, its body never read)
-               status               any other non-success HTTP status (401/403, 5xx, ...)
-               content_type         neither JSON nor an event stream (an HTML page)
-               malformed            a body that is not a JSON-RPC answer to our request
+               tls                  the TLS handshake failed
+               refused_host         a private address, or a credential over plain http
+               redirect             a 3xx answer (never followed)
+               status               any other non-success HTTP status
+               content_type         neither JSON nor an event stream
+               malformed            not a JSON-RPC answer to our request
                rpc_error            a JSON-RPC error object
-               too_large            a body over the size cap, or headers over their allowance
+               too_large            a body or headers over their cap
                missing_credential   a configured credential could not be resolved
-               session_expired      the server forgot the session (404 with a session id)
-               invalid_tool         the tool's listed schema cannot be sent (a bad x-mcp-header);
-                                    nothing was sent
-               input_required       a server asked for input (elicitation) this call cannot give
-               resource_not_found   resources/read of a URI the server does not know (-32002,
-                                    or SEP-2164's -32602 naming the URI)
-               interrupted          the server accepted the request (a 2xx status line), then
-                                    its answer was cut off: the connection broke, or the event
-                                    stream ended and could not be resumed; or a tools/call was
-                                    sent and its connection closed before any answer (not
-                                    accepted); a tools/call may have run, and is never sent again
-               task_pending         a tools/call answered with a task (protocol/tasks.py) that
-                                    had not ended when the operation's budget did; the task is
-                                    kept (``TaskError.task``) so polling can resume
-               task_lost            the server no longer knows a task it created (tasks/get or
-                                    tasks/result answered -32602, or its session is gone)
-               task_failed          the task ended ``failed``: the server's JSON-RPC error
+               session_expired      the server forgot the session (404)
+               invalid_tool         the tool's schema cannot be sent; nothing was sent
+               input_required       the server asked for input this call cannot give
+               resource_not_found   resources/read of an unknown URI
+               interrupted          the answer was cut off; a tools/call may have run
+               task_pending         the budget ended before the task; ``TaskError.task`` resumes it
+               task_lost            the server no longer knows its task
+               task_failed          the task ended ``failed``
                task_cancelled       the task ended ``cancelled``
-        ChallengeError          kind = status: a 401/403 with its WWW-Authenticate
-                                challenge parsed (error, scopes, resource_metadata)
-        AuthorizationError      carries ``reason`` and ``scopes``
-            kind = authorization_required  a person must (re)authorize: no grant yet,
-                                           refresh refused, more scopes needed, the
-                                           authorization server or the URL changed,
-                                           attempts spent, no issuer configured
-                   authorization_failed    an OAuth exchange went wrong: metadata that
-                                           does not fit, an issuer or state mismatch,
-                                           an authorization server's error answer, a
-                                           grant that could not be read or kept
+        ChallengeError          kind = status: a 401/403 with its WWW-Authenticate parsed
+        AuthorizationError      kind = authorization_required (a person must authorize) or
+                                       authorization_failed (an OAuth exchange went wrong)
 
-``accepted`` is the transport's one signal for resending (resend.py): True on every failure
-that came after a 2xx status line for the request's POST, whatever its kind, a JSON-RPC error
-answering a ``tools/call`` on a 2xx answer included (the server took the call, whatever the
-code says). A JSON-RPC error in a 4xx body is not accepted: its code tells whether the request
-ran (one with no usable code is read as the bare status, ``status``). ``written`` is False only
-when the leg machine saw that the request never fully left (a connection or TLS handshake that
-timed out): "could not run" is then true (resend.may_have_run).
-
-Configuration errors are not in this tree: they are Django's ``ImproperlyConfigured``
-and system checks. The message always names the server's identifier and never a
-credential.
+``accepted`` (a 2xx status line came before the failure) and ``written`` decide what may be
+sent again (resend.py). Configuration errors are Django's ``ImproperlyConfigured`` instead.
+Messages name the server, never a credential.
 """
 
 from __future__ import annotations
@@ -93,10 +65,8 @@ ErrorKind = Literal[
 
 
 class McpTransportError(Exception):
-    """``http_status`` and ``code`` (the JSON-RPC error code), when the server gave them, let
-    the era negotiation tell "this server does not speak that era" from a failure;
-    ``accepted`` says the server had accepted the request (a 2xx status line) before it
-    failed, so it may have run it."""
+    """``http_status`` and ``code`` let the era negotiation tell "speaks the other era" from a
+    failure."""
 
     def __init__(
         self,
@@ -116,14 +86,12 @@ class McpTransportError(Exception):
         self.http_status = http_status
         self.code = code
         self.data = data
-        # Set by the leg machine (wire/legs.py) on a failure after a 2xx status line.
         self.accepted = accepted
-        # Cleared by the leg machine when the request was never handed whole to the socket;
-        # True unless that is known (a request may have left).
+        # True unless the request is known never to have left whole.
         self.written = written
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Picklable with its kind and server, e.g. across a task queue's process boundary.
+        # A task queue pickles it across processes.
         extra = {
             "http_status": self.http_status,
             "code": self.code,
@@ -144,11 +112,8 @@ def _rebuild(
 
 
 class ChallengeError(McpTransportError):
-    """A 401 or 403 from the MCP server, with what its ``WWW-Authenticate`` asked for.
-
-    Remains kind ``status`` so that a server with a static credential fails as before;
-    the OAuth token source reads the challenge to refresh, step up or discover.
-    """
+    """Kind ``status``, so a server with a static credential fails as before; the OAuth token
+    source reads the challenge."""
 
     def __init__(
         self,
@@ -163,7 +128,7 @@ class ChallengeError(McpTransportError):
         super().__init__("status", server, message, http_status=status)
         self.status = status
         self.error = error
-        # None: the challenge named no scope (not the same as an empty scope list).
+        # None (no scope named) differs from an empty list.
         self.scopes = scopes
         self.resource_metadata = resource_metadata
 
@@ -224,7 +189,7 @@ class AuthorizationError(McpTransportError):
         super().__init__(kind, server, message)
         self.reason: AuthorizationReason = reason
         self.scopes = scopes
-        # Where the server's challenge said discovery starts (attacker text: vetted when used).
+        # The server's text: vetted when used.
         self.resource_metadata = resource_metadata
 
     def __reduce__(self) -> Any:

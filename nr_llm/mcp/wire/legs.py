@@ -1,4 +1,4 @@
-"""The leg machine: every HTTP request of the client, MCP or OAuth, is one leg made here.
+"""Every HTTP request of the client, MCP or OAuth, is one leg made here.
 
 This is the only module that touches ``requests`` and the only place its exceptions are
 mapped, so TLS, the host gate, the caps and the error map cannot drift apart between the
@@ -16,7 +16,7 @@ them alone, its body never read; a body stops at the size cap. Trust is ``verify
 certificates ``requests`` ships (certifi) unless a CA bundle is given; the environment
 (REQUESTS_CA_BUNDLE, SSL_CERT_FILE, proxies, .netrc) is ignored on purpose.
 
-Exactly once: the leg machine knows whether a 2xx status line came, and marks every failure
+Exactly once: this module knows whether a 2xx status line came, and marks every failure
 after it ``accepted`` (errors.py); a leg written and then met by a closed connection before
 any answer is ``Unanswered``. A leg is sent once more on a new connection only as
 ``on_fresh_connection`` allows; the rest of the resend rule is the protocol's

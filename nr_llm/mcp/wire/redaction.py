@@ -1,12 +1,5 @@
-"""Take a server's credential back out of text the server wrote.
-
-A careless server answers "invalid token <what you sent>"; that text becomes an import
-error on the admin page, an admin message, a ledger row or a tool result a model reads. The
-credentials are this installation's secrets, so the client cuts every one an operation holds
-(``Secrets``: a configured credential, every OAuth access and refresh token) out of whatever
-the server sent, where it enters: each decoded answer (results, errors, server info,
-catalogues), and each error's message on its way out of the operation.
-"""
+"""Cut this installation's credentials out of text a server wrote: a careless server echoes
+"invalid token <what you sent>", and that text reaches the admin, the ledger and the model."""
 
 from __future__ import annotations
 
@@ -14,17 +7,14 @@ import re
 from typing import Any
 
 MASK = "[credential]"
-#: What stands for a query value (or a user-info) in a URL shown in a log line or a repr.
 QUERY_MASK = "[masked]"
 _USERINFO = re.compile(r"(?<=://)[^/?#@]*@")
-#: A clipped message (text.clean adds "…") may end in the start of the secret; a prefix
-#: shorter than this says too little to be worth masking and would hide innocent text.
+#: A clipped message may end in the start of a secret; a shorter one would hide innocent text.
 MIN_PREFIX = 4
 
 
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret``, and a clipped start of it, masked (before
-    any "…" clipping left: a clipped message may be followed by more of ours, "(code 1)")."""
+    """Mask ``secret``, and a clipped start of it before any "…"."""
     if not secret:
         return text
     pieces = text.replace(secret, MASK).split("…")
@@ -36,8 +26,7 @@ def redact(text: str, secret: str | None) -> str:
     return "…".join(pieces)
 
 
-#: A credential shorter than this is not looked for by ``Secrets``: it would garble innocent
-#: text (a one-letter test credential masks every "t"), and a secret that short is no secret.
+#: Shorter would garble innocent text, and a secret that short is no secret.
 MIN_SECRET_CHARS = 8
 
 
@@ -53,7 +42,6 @@ class Secrets:
     def add(self, value: str | None) -> None:
         if value and len(value) >= MIN_SECRET_CHARS and value not in self._values:
             self._values.append(value)
-            # The longest first: a secret that contains another is masked whole.
             self._values.sort(key=len, reverse=True)
 
     def mask(self, text: str) -> str:
@@ -62,7 +50,6 @@ class Secrets:
         return text
 
     def mask_json(self, value: Any) -> Any:
-        """A decoded JSON value with every string (keys included) masked; as is without secrets."""
         if not self._values:
             return value
         if isinstance(value, str):
@@ -75,9 +62,7 @@ class Secrets:
 
 
 def masked_url(url: str) -> str:
-    """``url`` (or a request target, path and query) fit for a log line or a repr: every query
-    value masked, a user-info too. URLs carry API keys in their query (``?api_key=…``); the
-    names stay, so a reader still sees which parameters there were."""
+    """Mask query values and user-info, where URLs carry keys; parameter names stay readable."""
     url = _USERINFO.sub(f"{QUERY_MASK}@", url)
     base, question, rest = url.partition("?")
     if not question:

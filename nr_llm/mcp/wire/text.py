@@ -1,15 +1,5 @@
-"""Remote text made safe to show and to store.
-
-A server's name, version or error message reaches log lines, admin pages and exception
-text; a hostile one must not inject line breaks, escape sequences or bidi overrides, nor
-flood a report (``clean``).
-
-Whatever a server sends must also be text Python can encode: JSON's ``\\ud83d`` escape, from a
-JavaScript server cutting a string between the two halves of an emoji, decodes to a lone
-surrogate that no UTF-8 encoder accepts, and would fail wherever the text is next written
-(the ledger's encryption, a provider's request). ``loads`` replaces each one where answers are
-decoded; ``encodable`` does it for text from anywhere else.
-"""
+"""Remote text made safe to show (one clean line) and to store (no lone surrogate, which a
+JavaScript server can send and no UTF-8 encoder accepts)."""
 
 from __future__ import annotations
 
@@ -22,10 +12,8 @@ MESSAGE_LIMIT = 200
 NAME_LIMIT = 100
 REPLACEMENT = "\ufffd"
 
-# json.loads joins a valid pair of escapes into one code point: a surrogate left in its
-# output is a lone one, the only kind of code point UTF-8 cannot encode.
+# json.loads joins valid pairs, so any surrogate left in its output is a lone one.
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# JSON's escape of one (\uD800-\uDFFF): a literal prefix, so one fast pass.
 _ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -52,18 +40,14 @@ def encodable(text: str) -> str:
 
 
 def loads(raw: str | bytes) -> Any:
-    """``json.loads``, every string of the value (keys too) ``encodable``.
-
-    Raises what ``json.loads`` raises. The value is walked only when ``raw`` could hold a
+    """``json.loads`` with every string ``encodable``, walked only when ``raw`` could hold a
     surrogate, so an ordinary answer costs a few substring searches (bench/decode.py)."""
     value = json.loads(raw)
     return _encodable_value(value) if _may_hold_surrogates(raw) else value
 
 
 def _may_hold_surrogates(raw: str | bytes) -> bool:
-    """What can decode to a surrogate: a ``\\uD800``-``\\uDFFF`` escape, one already in the
-    text, or bytes json.loads decodes with "surrogatepass" (UTF-8's ED lead byte). A body with no
-    backslash is not searched for escapes; a false alarm (Hangul's ED bytes) only costs the walk."""
+    """Cheap and may say yes wrongly (Hangul's ED bytes): a false alarm only costs the walk."""
     if isinstance(raw, bytes):
         # JSON in UTF-16 or UTF-32 (json.loads detects it by its NUL bytes) is walked anyway.
         if b"\x00" in raw[:4] or b"\xed" in raw:

@@ -9,7 +9,7 @@ to is the leg's own grant running out.
 
 The sockets reach the watchdog through the connection classes (connections.py), which find
 the leg in progress through ``current_leg``. When the leg ends, its connection is kept if the
-leg machine found the answer read to its end and the watchdog never fired; otherwise it is
+request code (legs.py) found the answer read to its end and the watchdog never fired; otherwise it is
 closed (a timeout, a cut, a 3xx, a broken cap, an unread body, any failure). The leg also notes
 what its connection shows about delivery (``Delivery``: reused, the request written, any byte
 of an answer), the evidence resend.py decides a retry on.
@@ -70,7 +70,7 @@ class LegWatchdog:
         self.fit = (trust, allow_private_networks)
         self.fresh = fresh
         self.delivery = delivery or Delivery()
-        # Set by the leg machine once the answer was read to its end: the connection may be kept.
+        # Set by legs.py once the answer was read to its end: the connection may be kept.
         self.reusable = False
         # Bytes came past the answer (``_LegResponse``): the connection is never kept.
         self.spoiled = False
