@@ -23,6 +23,8 @@ import os
 import statistics
 import time
 
+from nr_llm.mcp import ConnectionSettings
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
 
@@ -80,7 +82,9 @@ def _python_servers() -> None:
     print(f"{'server':10} {'tools':>6} " + " ".join(f"{name:>17}" for name in FORMATS) + f" {'strict':>7}")
     for flavour in ("sdk", "fastmcp"):
         with pydantic_server(*(["--fastmcp"] if flavour == "fastmcp" else [])) as url:
-            listed = McpClient(allow_private_networks=True).list_tools(Endpoint("bench", url))
+            listed = McpClient(connection=ConnectionSettings(allow_private_networks=True)).list_tools(
+                Endpoint("bench", url)
+            )
         offered = strict = 0
         for tool in listed:
             try:

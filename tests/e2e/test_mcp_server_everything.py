@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.progress import Progress
 from nr_llm.tools import ToolResult, tool_messages
 from tests.peers import ROOT, running
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 
 PEERS = ROOT / "tests" / "e2e" / "peers"
 EVERYTHING = PEERS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-CLIENT = McpClient(allow_private_networks=True)
+CLIENT = McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol import templates
 from tests.peers import running
 from tests.tls import TestAuthority, tls_client
@@ -48,7 +48,7 @@ def everything() -> Iterator[Endpoint]:
 
 
 def _client() -> McpClient:
-    return McpClient(allow_private_networks=True)
+    return McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
 
 def test_the_sdk_server_lists_resources_templates_and_prompts_in_each_era(sdk: tuple[str, Endpoint]) -> None:
