@@ -552,7 +552,8 @@ def _run_local(tool: LocalTool, arguments: dict[str, Any]) -> _Ran:
         # the log, not to the model (exception text may carry what a model must not see).
         logger.exception("local tool %s failed", tool.name)
         return _Ran(
-            ToolResult(f"local tool {tool.name!r} failed ({type(exc).__name__})", True), "local_exception"
+            ToolResult(f"local tool {tool.name!r} failed ({type(exc).__name__})", True, status="failed"),
+            "local_exception",
         )
     return _Ran(ToolResult(text, False))
 
@@ -657,7 +658,7 @@ def _run_remote(
         remember_links(server.identifier, outcome.content)
         return _Ran(result, kind, era)
     # A failure's text may quote the secret too (a server's error message).
-    return _Ran(ToolResult(redact(text, endpoint.credential), is_error, server.identifier), kind, era)
+    return _Ran(ToolResult(redact(text, endpoint.credential), True, server.identifier, "failed"), kind, era)
 
 
 def _lease(row: McpTool, budget: float) -> leases.Lease:
@@ -852,7 +853,7 @@ def follow_claimed(
         )
         if row is None:
             text = f"tool call {call.id} may have run: its tool left the catalogue while its MCP task ran"
-            ran = _Ran(ToolResult(text, True, trace.server), ledger.may_have_run_kind("task_lost"))
+            ran = _Ran(ToolResult(text, True, trace.server, "failed"), ledger.may_have_run_kind("task_lost"))
             return _finish(trace, lambda: ran, time.monotonic(), wall)
         trace.origin = _origin(row)
         caller = cast(ToolCaller, client)
@@ -893,4 +894,4 @@ def _changed_since(call: ToolCall, row: McpTool | None) -> str:
 
 
 def _end_refused(trace: _Trace, kind: str, text: str, started: float, wall: WallClock) -> ToolResult:
-    return _finish(trace, lambda: _Ran(ToolResult(text, True, trace.server), kind), started, wall)
+    return _finish(trace, lambda: _Ran(ToolResult(text, True, trace.server, "failed"), kind), started, wall)

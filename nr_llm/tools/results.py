@@ -57,9 +57,10 @@ class ToolResult:
     authorization_reason: str = ""
 
     def __post_init__(self) -> None:
-        # An error result built without a status (the historical three fields) is a failure.
+        # A loop branches on status and a provider reads is_error: an error that says it
+        # succeeded would be both at once, so it is refused where it is built.
         if self.is_error and self.status == "succeeded":
-            object.__setattr__(self, "status", "failed")
+            raise ValueError("an error result needs a status other than 'succeeded' (e.g. 'failed')")
 
     @property
     def awaiting_approval(self) -> bool:

@@ -93,7 +93,8 @@ def test_an_image_is_kept_in_mcp_shape_and_reaches_each_provider(endpoint: Endpo
     (image,) = [block for block in outcome.content if block["type"] == "image"]
     assert image["mimeType"] == "image/png" and base64.b64decode(image["data"]).startswith(b"\x89PNG")
     assert "[image: image/png, " in outcome.text and not outcome.notes
-    result = ToolResult(outcome.text, outcome.is_error, "everything", content=outcome.content)
+    assert not outcome.is_error
+    result = ToolResult(outcome.text, False, "everything", content=outcome.content)
     (message,) = tool_messages("anthropic", [("toolu_1", result)])
     assert message["content"][0]["content"][1]["source"]["data"] == image["data"]
     chat = tool_messages("openai", [("call_1", result)])
