@@ -26,9 +26,18 @@ from django.utils import timezone
 
 from .. import tools
 from ..authorization import runtime as authorization
-from ..mcp import Endpoint, McpTransportError, clean, redact
-from ..mcp.protocol.names import InvalidToolName, checked_local_name
-from ..mcp.protocol.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
+from ..mcp import (
+    MAX_ENCODED_BYTES,
+    Endpoint,
+    InvalidToolName,
+    McpTransportError,
+    SchemaRefused,
+    checked_local_name,
+    clean,
+    contains_nul,
+    normalise_schema,
+    redact,
+)
 from ..models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
 from ..servers.endpoints import mcp_client
 from . import features, identity, pins

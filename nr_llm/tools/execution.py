@@ -42,10 +42,21 @@ from ..governance import decisions, leases, ledger
 from ..governance.decisions import DecisionRefused
 from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp import CallOutcome, Endpoint, McpTransportError, clean, encodable, redact
-from ..mcp.protocol import content, resend
-from ..mcp.protocol.progress import ProgressListener
-from ..mcp.protocol.tasks import TaskError, TaskOptions, TaskState
+from ..mcp import (
+    CallOutcome,
+    Endpoint,
+    McpTransportError,
+    ProgressListener,
+    TaskError,
+    TaskOptions,
+    TaskState,
+    clean,
+    conform_outcome,
+    encodable,
+    masked_outcome,
+    may_have_run,
+    redact,
+)
 from ..models import DEFINITION_CHANGED, McpTool
 from ..resources.reading import remember_links
 from ..servers import credentials, health
@@ -630,7 +641,7 @@ def _run_remote(
         elif isinstance(exc, TaskError) and exc.kind == "task_failed":
             # The server says the task failed: a failure it reported, not an unknown outcome.
             text = told.reported_error(origin, str(exc))
-        elif resend.may_have_run(exc):
+        elif may_have_run(exc):
             # "Could not run" would invite the loop to run it again.
             kind = ledger.may_have_run_kind(exc.kind)
             text = told.may_have_run(origin, row.remote_name, exc)
@@ -640,9 +651,9 @@ def _run_remote(
             text = told.could_not_run(origin, row.remote_name, exc)
     else:
         # Checked against the schema the operator enabled, not one the server might send now.
-        outcome = content.conform(outcome, row.output_schema)
+        outcome = conform_outcome(outcome, row.output_schema)
         # A model must not read this installation's secret, even when a server echoes it.
-        outcome = content.masked(outcome, lambda text: redact(text, endpoint.credential))
+        outcome = masked_outcome(outcome, lambda text: redact(text, endpoint.credential))
         is_error, era = outcome.is_error, outcome.era
         kind = ("invalid_result" if outcome.mismatch else "tool_error") if is_error else ""
         text = told.reported_error(origin, outcome.text) if is_error else outcome.text

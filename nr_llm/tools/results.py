@@ -7,8 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..mcp.protocol.progress import Progress
-from ..mcp.protocol.results import Block
+from ..mcp import Block, Progress
 
 #: ``awaiting_approval`` and ``running`` are neither success nor failure: the call has not
 #: (yet) run here; ``denied`` and ``expired`` never will; ``needs_authorization``: not sent,

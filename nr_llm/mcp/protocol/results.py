@@ -40,7 +40,7 @@ Block = dict[str, Any]
 class CallOutcome:
     """A tool's answer: ``text`` for a text reader, ``content`` as the server's blocks (kept and
     cleaned), ``structured`` its structured content (checked against the tool's output schema
-    when one was given: content.conform), ``mismatch`` the first way it missed that schema,
+    when one was given: content.conform_outcome), ``mismatch`` the first way it missed that schema,
     ``notes`` what was dropped."""
 
     text: str
