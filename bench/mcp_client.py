@@ -33,7 +33,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nr_llm.mcp import Endpoint, McpClient  # noqa: E402
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient  # noqa: E402
 from tests.peers import sdk_server  # noqa: E402
 
 
@@ -72,14 +72,14 @@ def sdk_auto_calls(url: str, ops: int) -> None:
 
 
 def ours_calls(url: str, ops: int, sessions: CountingSessions) -> None:
-    client = McpClient(allow_private_networks=True, session_factory=sessions)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), session_factory=sessions)
     endpoint = Endpoint(identifier="bench", url=url)
     for _ in range(ops):
         assert client.call_tool(endpoint, "echo", {"text": "hi"}).text == "hi"
 
 
 def ours_walk(url: str, sessions: CountingSessions) -> int:
-    client = McpClient(allow_private_networks=True, session_factory=sessions)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), session_factory=sessions)
     return len(client.list_tools(Endpoint(identifier="bench", url=url)))
 
 

@@ -39,7 +39,7 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from nr_llm.mcp import Endpoint, McpClient  # noqa: E402
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient  # noqa: E402
 from nr_llm.mcp.protocol.transport import Transport  # noqa: E402
 from tests.peers import sdk_server  # noqa: E402
 
@@ -71,7 +71,7 @@ def calls(url: str, ops: int) -> float:
     """This process's CPU seconds for ``ops`` warm calls: the client's own work, which is what
     telemetry adds to, apart from the server's (another process) and the shared machine's load,
     which swamp a wall-clock comparison on a busy machine."""
-    client = McpClient(allow_private_networks=True)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
     endpoint = Endpoint(identifier="bench", url=url)
     started = time.process_time()
     for _ in range(ops):

@@ -51,6 +51,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from nr_llm.mcp import ConnectionSettings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 FLOOR = "floor: one POST, kept-alive `requests`"
@@ -139,9 +141,9 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
         )
         # As mcp_client() builds it, with the name dialling the proxy and the test CA trusted.
         client = McpClient(
-            allow_private_networks=True,
-            resolver=lambda host, port: ["127.0.0.1"],
-            ca_bundle=ca,
+            connection=ConnectionSettings(
+                allow_private_networks=True, resolver=lambda host, port: ["127.0.0.1"], ca_bundle=str(ca)
+            ),
             health=HealthRecorder(),
         )
         endpoint = endpoint_for(server)
@@ -183,7 +185,9 @@ def _measure(directory: Path, vendor: str, delay: float, rounds: int, ops: int) 
 
         # The warm call without its own stamp: the floor's outcome statement carries it.
         unstamped = McpClient(
-            allow_private_networks=True, resolver=lambda host, port: ["127.0.0.1"], ca_bundle=ca
+            connection=ConnectionSettings(
+                allow_private_networks=True, resolver=lambda host, port: ["127.0.0.1"], ca_bundle=str(ca)
+            )
         )
         floors = [_LedgerFloor(vendor) for _ in range(4)]
 

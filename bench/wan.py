@@ -44,7 +44,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nr_llm.mcp import Endpoint, McpClient  # noqa: E402
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient  # noqa: E402
 from nr_llm.mcp.wire.hostgate import resolve, system_resolver  # noqa: E402
 from nr_llm.mcp.wire.pool import DEFAULT_KEEPALIVE_SECONDS, process_pool  # noqa: E402
 from tests.peers.named import named_session  # noqa: E402
@@ -161,10 +161,12 @@ def _server_requests(server_url: str, session: requests.Session) -> int:
 
 def ours(url: str, ca: str, proxy_port: int, keepalive: float) -> Callable[[int], None]:
     client = McpClient(
-        allow_private_networks=True,
-        resolver=lambda host, port: ["127.0.0.1"],
-        ca_bundle=ca,
-        keepalive_seconds=keepalive,
+        connection=ConnectionSettings(
+            allow_private_networks=True,
+            resolver=lambda host, port: ["127.0.0.1"],
+            ca_bundle=str(ca),
+            keepalive_seconds=keepalive,
+        )
     )
     endpoint = Endpoint(identifier="bench", url=url.replace(url.split("/")[2], f"{NAME}:{proxy_port}"))
 

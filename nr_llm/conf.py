@@ -12,8 +12,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
-from .mcp import ConnectionSettings
-from .mcp.protocol.content import DEFAULT_BLOCK_BYTES, DEFAULT_TOTAL_BYTES, ContentLimits
+from .mcp import DEFAULT_BLOCK_BYTES, DEFAULT_TOTAL_BYTES, ConnectionSettings, ContentLimits
 from .vocabulary import DataClass
 
 DEFAULT_OPERATION_TIMEOUT = 20.0

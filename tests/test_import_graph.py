@@ -18,7 +18,8 @@ The layers, lowest first (docs: CONTRIBUTING.md, "Layout"):
    servers' configuration file validate with them).
 4. entry points: admin, views, urls, management commands, checks, ``apps``.
 
-Outside layer 0, the client's wire is reached only through its face, ``nr_llm.mcp``.
+Outside layer 0, the client is reached only through its faces: ``nr_llm.mcp``, and
+``nr_llm.mcp.oauth`` for OAuth; never a module of its wire, protocol or OAuth package.
 """
 
 from __future__ import annotations
@@ -179,33 +180,50 @@ def test_every_layer_is_named(module: str) -> None:
     assert module in MODULES
 
 
-#: Django-side modules that may read the client's wire directly, and why.
-WIRE_READERS = {
+#: What the Django side imports the client from: the client's face, and OAuth's (the package
+#: face the protocol itself uses for OAuth). Nothing below either.
+FACES = frozenset({"nr_llm.mcp", "nr_llm.mcp.oauth"})
+
+#: Django-side modules that may read a module below the faces directly, and why.
+DEEP_READERS = {
     # The app's spans extend the client's own: the same tracer, masking and clipping.
     "nr_llm.tools.telemetry": "shares the client's tracer",
 }
 
 
-def _wire_imports(graph: dict[str, set[str]]) -> list[str]:
+def _deep_imports(graph: dict[str, set[str]]) -> list[str]:
     return sorted(
         f"{module} imports {target}"
         for module, targets in graph.items()
-        if not module.startswith("nr_llm.mcp") and module not in WIRE_READERS
+        if not module.startswith("nr_llm.mcp") and module not in DEEP_READERS
         for target in targets
-        if target.startswith("nr_llm.mcp.wire")
+        if target.startswith("nr_llm.mcp") and target not in FACES
     )
 
 
 def test_the_django_side_uses_the_client_through_its_face() -> None:
-    """Outside ``nr_llm.mcp`` nothing imports a module of its wire: what the Django side needs
-    of it (cleaning remote text, masking, the errors, a deadline) is named by ``nr_llm.mcp``."""
-    assert _wire_imports(GRAPH) == []
+    """Outside ``nr_llm.mcp`` nothing imports a module of its wire, its protocol or its OAuth
+    package: what the Django side needs is named by ``nr_llm.mcp`` (OAuth by ``nr_llm.mcp.oauth``).
+    Migrations are not read: they are history, never rewritten."""
+    assert _deep_imports(GRAPH) == []
 
 
-def test_the_face_check_finds_a_wire_import() -> None:
-    """The check can fail: a function-level import of the wire's text module is flagged; the
-    same name taken from the face is not."""
+@pytest.mark.parametrize(
+    ("deep", "face"),
+    [
+        ("from ..mcp.wire.text import clean", "from ..mcp import clean"),
+        ("from ..mcp.protocol.tasks import TaskState", "from ..mcp import TaskState"),
+        ("from ..mcp.protocol import templates", "from ..mcp import template_matches"),
+        ("from ..mcp.protocol import TaskState", "from ..mcp import TaskState"),
+        ("from ..mcp.oauth.store import ServerLocks", "from ..mcp.oauth import ServerLocks"),
+        ("import nr_llm.mcp.oauth.grants", "import nr_llm.mcp.oauth"),
+    ],
+)
+def test_the_face_check_finds_a_deep_import(deep: str, face: str) -> None:
+    """The check can fail: a function-level import of a module below the faces (the wire's, the
+    protocol's, OAuth's, or the protocol package itself) is flagged; the same name taken from a
+    face is not."""
     turn = MODULES["nr_llm.tools.turn"]
-    deep = imports_of(turn, "def f():\n    from ..mcp.wire.text import clean\n")
-    assert _wire_imports({"nr_llm.tools.turn": deep}) == ["nr_llm.tools.turn imports nr_llm.mcp.wire.text"]
-    assert _wire_imports({"nr_llm.tools.turn": imports_of(turn, "from ..mcp import clean\n")}) == []
+    found = _deep_imports({"nr_llm.tools.turn": imports_of(turn, f"def f():\n    {deep}\n")})
+    assert len(found) == 1 and found[0].startswith("nr_llm.tools.turn imports nr_llm.mcp.")
+    assert _deep_imports({"nr_llm.tools.turn": imports_of(turn, f"def f():\n    {face}\n")}) == []

@@ -33,7 +33,7 @@ BLOCKED = textwrap.dedent(
     import django
 
     django.setup()
-    from nr_llm.mcp import Endpoint, McpClient
+    from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
     from nr_llm.mcp.protocol import telemetry
     from nr_llm.mcp.oauth.legs import OAuthLegs
     from nr_llm.mcp.protocol.transport import Transport
@@ -43,7 +43,8 @@ BLOCKED = textwrap.dedent(
     for function in (Transport.post, OAuthLegs._leg, execution.execute, execution.resume):
         assert not hasattr(function, "__wrapped__"), function
     endpoint = Endpoint(identifier="sdk", url=sys.argv[1], budget_seconds=20)
-    outcome = McpClient(allow_private_networks=True).call_tool(endpoint, "echo", {"text": "plain"})
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
+    outcome = client.call_tool(endpoint, "echo", {"text": "plain"})
     assert outcome.text == "plain", outcome
     loaded = sorted(name for name in sys.modules if name.startswith("opentelemetry"))
     assert not loaded, loaded

@@ -200,7 +200,7 @@ def test_a_failing_local_tool_is_an_error_result_with_the_traceback_only_in_the_
     """Wrong arguments (or a raising tool) give is_error; the exception text stays in the log."""
     with caplog.at_level(logging.ERROR, logger="nr_llm.tools"):
         result = tools.execute("site_weather", {"town": "Bonn"})
-    assert result == tools.ToolResult("local tool 'site_weather' failed (TypeError)", True, "")
+    assert result == tools.ToolResult("local tool 'site_weather' failed (TypeError)", True, "", "failed")
     assert "unexpected keyword argument 'town'" in caplog.text
 
 
@@ -213,12 +213,12 @@ def test_a_local_answer_that_cannot_be_encoded_is_an_error_result():
         result = tools.execute("site_loop")
     finally:
         tools.unregister("site_loop")
-    assert result == tools.ToolResult("local tool 'site_loop' failed (ValueError)", True, "")
+    assert result == tools.ToolResult("local tool 'site_loop' failed (ValueError)", True, "", "failed")
 
 
 def test_execute_of_an_unknown_tool_is_an_error_result():
     """An unknown name never raises."""
-    assert tools.execute("nope", {}) == tools.ToolResult("unknown tool 'nope'", True, "")
+    assert tools.execute("nope", {}) == tools.ToolResult("unknown tool 'nope'", True, "", "failed")
 
 
 @pytest.mark.parametrize(
@@ -254,6 +254,7 @@ def test_a_transport_failure_is_an_error_result_naming_the_server():
         "MCP server \"Demo server\" (demo) could not run 'echo': MCP server demo could not be reached",
         True,
         "demo",
+        "failed",
     )
 
 

@@ -3,7 +3,7 @@
 ``tls`` (session fixture, registered in tests/conftest.py) is a test CA made by trustme for
 this run, whose PEM file the client is told to trust (``ca_bundle``), and certificates it
 issues per name. ``NAMES`` maps the names the tests use to loopback through the client's
-resolver seam (``McpClient(resolver=...)``): nothing patches ``socket``, and the URL's host
+resolver seam (``ConnectionSettings(resolver=...)``): nothing patches ``socket``, and the URL's host
 stays the name, which is what the client must send as SNI and verify the certificate for.
 """
 
@@ -24,7 +24,7 @@ import pytest
 import requests
 import trustme
 
-from nr_llm.mcp import McpClient
+from nr_llm.mcp import ConnectionSettings, McpClient
 from tests.peers import running
 from tests.peers.named import named_session
 
@@ -49,7 +49,10 @@ def resolve_test_names(host: str, port: int) -> Sequence[str]:
 def tls_client(authority: TestAuthority, **kwargs: Any) -> McpClient:
     """The client facing a peer by name: the test names resolved, the test CA trusted."""
     return McpClient(
-        allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(authority.bundle), **kwargs
+        connection=ConnectionSettings(
+            allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(authority.bundle)
+        ),
+        **kwargs,
     )
 
 

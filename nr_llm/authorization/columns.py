@@ -9,7 +9,7 @@ from django.db.models import F, Q
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from ..mcp.oauth.store import issued_for
+from ..mcp.oauth import issued_for
 from ..models import McpServer, OAuthGrantRecord, OAuthGrantType, OAuthRegistration
 
 REASONS = {

@@ -28,20 +28,20 @@ from ..mcp.oauth import (
     Challenge,
     ClientConfig,
     Grant,
+    GrantType,
     OAuthLegs,
     OAuthSettings,
     SystemWallClock,
     client_credentials,
     finish_authorization,
     probe_challenge,
+    revoke,
     start_authorization,
+    union_scopes,
 )
 from ..mcp.oauth import (
     PendingAuthorization as Pending,
 )
-from ..mcp.oauth.grants import revoke
-from ..mcp.oauth.identity import GrantType
-from ..mcp.oauth.scopes import union
 from ..models import McpServer, OAuthGrantType, OAuthRegistration
 from ..servers import credentials
 from . import identity_tokens
@@ -145,7 +145,7 @@ def _scopes_to_keep(record: GrantFields | None) -> tuple[str, ...]:
     what a call found missing (a 403 insufficient_scope), else the step-up fails again."""
     if record is None:
         return ()
-    return union(record.granted_scopes.split(), record.attention_scopes.split())
+    return union_scopes(record.granted_scopes.split(), record.attention_scopes.split())
 
 
 def _challenge(legs: OAuthLegs, server: McpServer, record: GrantFields | None) -> Challenge:

@@ -48,8 +48,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from ..mcp import MINIMUM_LEG_SECONDS, AuthorizationError, McpTransportError, OperationDeadline
-from ..mcp.oauth import ClientRegistration, Grant
-from ..mcp.oauth.store import ServerLocks, lock_wait_seconds, wait_exhausted
+from ..mcp.oauth import ClientRegistration, Grant, ServerLocks, lock_wait_seconds, wait_exhausted
 from ..models import McpServer
 from ..own_transaction import run_in_own_transaction
 from ..servers import credentials

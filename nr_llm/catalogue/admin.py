@@ -39,7 +39,7 @@ from django.utils.safestring import SafeString
 from .. import admin_columns as columns
 from .. import prompts, resources
 from ..forms import McpToolForm, TryToolForm
-from ..mcp.protocol import templates
+from ..mcp import TemplateError, expand_template
 from ..models import DEFINITION_CHANGED, FeatureKind, McpFeature, McpTool
 from ..tools.offering import strict_reason
 from . import elicit_form, pins, trial_questions
@@ -199,8 +199,8 @@ def _try(feature: McpFeature, values: dict[str, str], user: object) -> dict[str,
     uri = feature.key
     if feature.kind == FeatureKind.TEMPLATE:
         try:
-            uri = templates.expand(feature.key, values)
-        except templates.TemplateError as exc:
+            uri = expand_template(feature.key, values)
+        except TemplateError as exc:
             return {"is_error": True, "status": "refused", "text": f"The template cannot be filled: {exc}."}
     read = resources.read(uri, server=server, actor=user, data_class_ceiling="secretAdjacent")
     return {"is_error": read.is_error, "status": read.status, "text": read.text, "uri": uri}

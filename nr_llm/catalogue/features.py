@@ -22,8 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from django.db import transaction
 from django.utils import timezone
 
-from ..mcp import Endpoint, McpTransportError, clean, redact
-from ..mcp.protocol.client import Features
+from ..mcp import Endpoint, Features, McpTransportError, clean, redact
 from ..models import DEFINITION_CHANGED, FeatureKind, McpFeature, McpServer, feature_definition
 from ..servers.endpoints import mcp_client
 from . import identity

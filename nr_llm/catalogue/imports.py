@@ -26,10 +26,18 @@ from django.utils import timezone
 
 from .. import tools
 from ..authorization import runtime as authorization
-from ..mcp import Endpoint, McpTransportError, clean, redact
-from ..mcp.protocol.names import InvalidToolName, checked_local_name
-from ..mcp.protocol.schema import MAX_ENCODED_BYTES, SchemaRefused, contains_nul, normalise_schema
-from ..mcp.protocol.schema_v1 import first_rule
+from ..mcp import (
+    MAX_ENCODED_BYTES,
+    Endpoint,
+    InvalidToolName,
+    McpTransportError,
+    SchemaRefused,
+    checked_local_name,
+    clean,
+    contains_nul,
+    normalise_schema,
+    redact,
+)
 from ..models import DEFINITION_CHANGED, ImportStatus, McpServer, McpTool, tool_definition
 from ..servers.endpoints import mcp_client
 from . import features, identity, pins
@@ -141,18 +149,10 @@ class _Accepted:
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
     annotations: dict[str, Any]
-    #: The definition as the server sent it (``raw_definition``), and its input schema in full.
+    #: The definition as the server sent it (``raw_definition``).
     raw: dict[str, Any]
-    sent_schema: Any
     #: ``execution.taskSupport`` as listed: outside ``raw``, so outside the pin (models.McpTool).
     task_support: str = ""
-
-    @property
-    def first_rule_definition(self) -> dict[str, Any]:
-        """What an import before migration 0007 would have stored for this tool."""
-        return tool_definition(
-            self.title, self.description, first_rule(self.sent_schema), self.output_schema, self.annotations
-        )
 
 
 def raw_definition(tool: dict[str, Any]) -> dict[str, Any]:
@@ -317,7 +317,6 @@ def _validate(identifier: str, advertised: Sequence[dict[str, Any]]) -> tuple[li
                 output_schema,
                 annotations,
                 raw_definition(tool),
-                tool.get("inputSchema"),
                 task_support(tool),
             )
         )

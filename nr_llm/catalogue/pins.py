@@ -6,6 +6,10 @@ never disables a tool its server did not change. An enabled tool whose fingerpri
 disabled by the import that stores the new text (``decide``), until an operator reads the change
 (``review``) and enables it again (``accept_definition``). Enabling and disabling take the same
 server lock as an import's reconcile.
+
+A pin not taken as sent (``pinned_raw`` false: stored under the schema rule before migration
+0007) is compared as it stands, so it reads as changed and goes to the operator's review: a
+tool is never kept enabled on a definition nobody compared with what its server sends.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from typing import Any, Protocol
 from django.db import transaction
 from django.utils import timezone
 
-from ..mcp.protocol.schema_v1 import first_rule
 from ..models import McpServer, McpTool
 
 #: The parts of a definition, as MCP names them, and as an operator reads them.
@@ -54,17 +57,13 @@ class Fetched(Protocol):
     @property
     def raw(self) -> dict[str, Any]: ...
 
-    @property
-    def first_rule_definition(self) -> dict[str, Any]: ...
-
 
 def decide(row: McpTool, tool: Fetched, fresh: dict[str, Any]) -> tuple[str, ...]:
     """Decide ``row``'s pin for the imported ``tool``; the changed parts when it must be disabled.
 
     An enabled tool keeps the definition an operator enabled: a different one disables it. One
     awaiting review keeps the pin it was enabled with, so its page shows everything since. Any
-    other disabled tool simply follows its server. A pin is compared with what the server sent;
-    one made under the first schema rule, with what that rule makes of it (``first_rule``).
+    other disabled tool simply follows its server. A pin is compared with what the server sent.
     """
     if row.enabled:
         pinned, now = _comparable(row, tool)
@@ -81,22 +80,17 @@ def decide(row: McpTool, tool: Fetched, fresh: dict[str, Any]) -> tuple[str, ...
 
 
 def _comparable(row: McpTool, tool: Fetched) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The row's pin, and the imported definition in the same terms."""
-    if row.pinned_raw and row.pinned_fingerprint:
+    """The row's pin, and the imported definition as the server sent it."""
+    if row.pinned_fingerprint:
         return row.pinned_definition, tool.raw
-    then = tool.first_rule_definition
     # A row from before pinning has no pin yet: what it stored stands in for one; the parts it
     # did not store then (title, output schema) are taken as they come, not held against it.
-    return (row.pinned_definition if row.pinned_fingerprint else {**then, **_stored_then(row)}), then
+    return {**tool.raw, **_stored_then(row)}, tool.raw
 
 
 def review(row: McpTool) -> tuple[dict[str, Any], dict[str, Any]]:
     """The definition an operator enabled and the current one, comparable part by part (admin)."""
-    if row.pinned_raw or not row.raw_definition:
-        return row.pinned_definition, row.raw_definition or row.definition
-    # Pinned under the first rule: the server's current definition as that rule saw it.
-    raw = row.raw_definition
-    return row.pinned_definition, {**row.definition, "inputSchema": first_rule(raw.get("inputSchema"))}
+    return row.pinned_definition, row.raw_definition or row.definition
 
 
 def _stored_then(row: McpTool) -> dict[str, Any]:

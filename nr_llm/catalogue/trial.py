@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..mcp.protocol.content import data_url, json_text
+from ..mcp import data_url, json_text
 from ..models import McpTool
 from ..tools import execute
 from ..tools.elicit import Responder

@@ -26,8 +26,7 @@ from collections.abc import Callable
 
 from django.db import close_old_connections, connection
 
-from ..mcp import McpTransportError
-from ..mcp.protocol.listen import listen
+from ..mcp import McpTransportError, listen
 from ..models import McpServer
 from ..servers.endpoints import endpoint_for, mcp_client
 

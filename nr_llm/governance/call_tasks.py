@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from ..mcp.protocol.tasks import TaskState
+from ..mcp import TaskState
 from ..servers import credentials
 from . import decisions, ledger
 from .models import ToolCall, ToolCallStatus

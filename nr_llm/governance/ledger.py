@@ -16,7 +16,7 @@ with the database's clock too and a worker whose clock lags never has a live cal
 An outcome write cannot leave a row ``running``: what cannot be kept of the outcome (an
 answer the keys cannot encrypt, a write the database refuses) is dropped, and the row is
 ended with what is known. A call that may have run (its request was written and no answer
-proves the server refused it, ``nr_llm.mcp.protocol.resend.may_have_run``) is ``failed`` with an error
+proves the server refused it, ``nr_llm.mcp.may_have_run``) is ``failed`` with an error
 kind ``may_have_run:<kind>``, never a plain failure.
 """
 

@@ -27,7 +27,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from ..conf import conf
-from ..mcp.protocol.progress import Progress
+from ..mcp import Progress
 from . import decisions, ledger, preview
 from .ledger import WallClock
 from .models import ToolCall, ToolCallStatus

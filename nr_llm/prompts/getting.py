@@ -11,8 +11,7 @@ from typing import Any, Literal, Protocol
 from ..authorization import actors
 from ..authorization import runtime as authorization
 from ..governance import ceiling
-from ..mcp import NAME_LIMIT, Endpoint, McpTransportError, clean, redact
-from ..mcp.protocol.features import Completion, PromptOutcome
+from ..mcp import NAME_LIMIT, Completion, Endpoint, McpTransportError, PromptOutcome, clean, redact
 from ..models import FeatureKind, McpFeature
 from ..providers import PROVIDERS, Provider
 from ..resources import record

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..mcp.protocol.content import data_url
-from ..mcp.protocol.features import PromptMessage
-from ..mcp.protocol.results import Block
+from ..mcp import Block, PromptMessage, data_url
 from ..providers import PROVIDERS, Provider
 
 _ANTHROPIC_IMAGES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})

@@ -1,7 +1,7 @@
 """The site's resource API: what it may read, and reading it under the server's gate.
 
 A read is allowed for a URI its server lists as an enabled resource, a URI an enabled template
-describes (templates.matches: nothing built from a model's input climbs out of it), or a link a
+describes (template_matches: nothing built from a model's input climbs out of it), or a link a
 tool of that server returned (``remember_links``). The server's data class is judged against
 the caller's ceiling before any contact; a refused read, like every read, leaves a ledger row.
 Nothing is raised for what a server or a caller's input does: the result says it.
@@ -20,9 +20,7 @@ from django.core.cache import cache
 from ..authorization import actors
 from ..authorization import runtime as authorization
 from ..governance import ceiling
-from ..mcp import NAME_LIMIT, CallOutcome, Endpoint, McpTransportError, clean, redact
-from ..mcp.protocol import templates
-from ..mcp.protocol.results import Block
+from ..mcp import NAME_LIMIT, Block, CallOutcome, Endpoint, McpTransportError, clean, redact, template_matches
 from ..models import FeatureKind, McpFeature, McpServer
 from ..servers.endpoints import mcp_client
 from . import record
@@ -139,7 +137,7 @@ def _why_not(server: McpServer | None, server_name: str, uri: str, ceiling_value
     if any(row.kind == FeatureKind.RESOURCE and row.key == uri for row in rows):
         return "", uri
     for row in rows:
-        if row.kind == FeatureKind.TEMPLATE and templates.matches(row.key, uri):
+        if row.kind == FeatureKind.TEMPLATE and template_matches(row.key, uri):
             return "", row.key
     if cache.get(_link_key(server.identifier, uri)):
         return "", uri

@@ -20,7 +20,7 @@ from django.db import router, transaction
 from django.utils.crypto import salted_hmac
 
 from ..conf import conf
-from ..mcp.protocol.shared_cache import GuardedCache, SharedEraCache, ToolsCache
+from ..mcp import GuardedCache, SharedEraCache, ToolsCache
 
 _lock = threading.Lock()
 _by_alias: dict[str, tuple[SharedEraCache, ToolsCache]] = {}

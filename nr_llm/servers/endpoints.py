@@ -10,8 +10,7 @@ from typing import cast
 
 from ..conf import conf
 from ..governance import ceiling as ceilings
-from ..mcp import Endpoint, McpClient
-from ..mcp.protocol.endpoint import AuthPlacement
+from ..mcp import AuthPlacement, Endpoint, McpClient
 from ..models import McpServer
 from .caches import shared_caches
 from .credentials import CredentialUnavailable

@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.db.models import Field
 from django.utils import timezone
 
-from ..mcp.protocol.endpoint import Endpoint
+from ..mcp import Endpoint
 from ..models import McpServer
 from ..own_transaction import hand_over
 

@@ -32,8 +32,7 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
 from referencing.exceptions import Unresolvable
 
-from ..mcp import clean
-from ..mcp.protocol.references import ReferenceProblem, resolve
+from ..mcp import ReferenceProblem, clean, resolve_reference
 
 MAX_PROBLEMS = 10
 #: Characters of one problem as a model or an operator reads it (a message quotes the value).
@@ -238,7 +237,7 @@ def argument_template(
 def _blank(schema: Any, depth: int, root: dict[str, Any]) -> Any:
     if isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and depth < MAX_TEMPLATE_DEPTH:
         try:
-            target = resolve(root, schema["$ref"])
+            target = resolve_reference(root, schema["$ref"])
         except ReferenceProblem:
             return None
         return _blank(target, depth + 1, root)

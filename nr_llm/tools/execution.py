@@ -42,10 +42,21 @@ from ..governance import decisions, leases, ledger
 from ..governance.decisions import DecisionRefused
 from ..governance.ledger import LedgerUnavailable, NewCall, WallClock
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp import CallOutcome, Endpoint, McpTransportError, clean, encodable, redact
-from ..mcp.protocol import content, resend
-from ..mcp.protocol.progress import ProgressListener
-from ..mcp.protocol.tasks import TaskError, TaskOptions, TaskState
+from ..mcp import (
+    CallOutcome,
+    Endpoint,
+    McpTransportError,
+    ProgressListener,
+    TaskError,
+    TaskOptions,
+    TaskState,
+    clean,
+    conform_outcome,
+    encodable,
+    masked_outcome,
+    may_have_run,
+    redact,
+)
 from ..models import DEFINITION_CHANGED, McpTool
 from ..resources.reading import remember_links
 from ..servers import credentials, health
@@ -552,7 +563,8 @@ def _run_local(tool: LocalTool, arguments: dict[str, Any]) -> _Ran:
         # the log, not to the model (exception text may carry what a model must not see).
         logger.exception("local tool %s failed", tool.name)
         return _Ran(
-            ToolResult(f"local tool {tool.name!r} failed ({type(exc).__name__})", True), "local_exception"
+            ToolResult(f"local tool {tool.name!r} failed ({type(exc).__name__})", True, status="failed"),
+            "local_exception",
         )
     return _Ran(ToolResult(text, False))
 
@@ -629,7 +641,7 @@ def _run_remote(
         elif isinstance(exc, TaskError) and exc.kind == "task_failed":
             # The server says the task failed: a failure it reported, not an unknown outcome.
             text = told.reported_error(origin, str(exc))
-        elif resend.may_have_run(exc):
+        elif may_have_run(exc):
             # "Could not run" would invite the loop to run it again.
             kind = ledger.may_have_run_kind(exc.kind)
             text = told.may_have_run(origin, row.remote_name, exc)
@@ -639,9 +651,9 @@ def _run_remote(
             text = told.could_not_run(origin, row.remote_name, exc)
     else:
         # Checked against the schema the operator enabled, not one the server might send now.
-        outcome = content.conform(outcome, row.output_schema)
+        outcome = conform_outcome(outcome, row.output_schema)
         # A model must not read this installation's secret, even when a server echoes it.
-        outcome = content.masked(outcome, lambda text: redact(text, endpoint.credential))
+        outcome = masked_outcome(outcome, lambda text: redact(text, endpoint.credential))
         is_error, era = outcome.is_error, outcome.era
         kind = ("invalid_result" if outcome.mismatch else "tool_error") if is_error else ""
         text = told.reported_error(origin, outcome.text) if is_error else outcome.text
@@ -657,7 +669,7 @@ def _run_remote(
         remember_links(server.identifier, outcome.content)
         return _Ran(result, kind, era)
     # A failure's text may quote the secret too (a server's error message).
-    return _Ran(ToolResult(redact(text, endpoint.credential), is_error, server.identifier), kind, era)
+    return _Ran(ToolResult(redact(text, endpoint.credential), True, server.identifier, "failed"), kind, era)
 
 
 def _lease(row: McpTool, budget: float) -> leases.Lease:
@@ -852,7 +864,7 @@ def follow_claimed(
         )
         if row is None:
             text = f"tool call {call.id} may have run: its tool left the catalogue while its MCP task ran"
-            ran = _Ran(ToolResult(text, True, trace.server), ledger.may_have_run_kind("task_lost"))
+            ran = _Ran(ToolResult(text, True, trace.server, "failed"), ledger.may_have_run_kind("task_lost"))
             return _finish(trace, lambda: ran, time.monotonic(), wall)
         trace.origin = _origin(row)
         caller = cast(ToolCaller, client)
@@ -893,4 +905,4 @@ def _changed_since(call: ToolCall, row: McpTool | None) -> str:
 
 
 def _end_refused(trace: _Trace, kind: str, text: str, started: float, wall: WallClock) -> ToolResult:
-    return _finish(trace, lambda: _Ran(ToolResult(text, True, trace.server), kind), started, wall)
+    return _finish(trace, lambda: _Ran(ToolResult(text, True, trace.server, "failed"), kind), started, wall)

@@ -13,8 +13,7 @@ import binascii
 from collections.abc import Iterable
 from typing import Any
 
-from ..mcp.protocol.content import data_url
-from ..mcp.protocol.results import Block
+from ..mcp import Block, data_url
 from ..providers import Provider
 from .results import ToolResult
 

@@ -17,7 +17,7 @@ from typing import Any
 from django.db.models import F, Q, QuerySet
 
 from ..governance import ceiling as ceilings
-from ..mcp.protocol.schema import SchemaRefused, normalise_schema
+from ..mcp import SchemaRefused, normalise_schema
 from ..models import McpTool
 from ..providers import PROVIDERS, Provider
 from .registry import local_tool, local_tool_names, local_tools

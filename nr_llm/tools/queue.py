@@ -24,8 +24,7 @@ from django.db import transaction
 from ..governance import preview, queued
 from ..governance.decisions import DecisionRefused, parse_call_id
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp import clean
-from ..mcp.protocol.progress import Progress
+from ..mcp import Progress, clean
 from . import threads, told
 from .execution import prepare_queued
 from .results import ToolResult, ToolStatus

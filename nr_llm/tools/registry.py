@@ -6,8 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..mcp.protocol.names import LOCAL_NAME_RE
-from ..mcp.protocol.schema import SchemaRefused, normalise_schema
+from ..mcp import LOCAL_NAME_RE, SchemaRefused, normalise_schema
 
 ToolFunction = Callable[..., Any]
 

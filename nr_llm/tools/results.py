@@ -7,8 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..mcp.protocol.progress import Progress
-from ..mcp.protocol.results import Block
+from ..mcp import Block, Progress
 
 #: Only ``succeeded`` and ``failed`` say the call ran; ``denied`` and ``expired`` never will;
 #: ``needs_authorization`` was not sent; ``needs_input`` asked for input the site could not give.
@@ -46,9 +45,10 @@ class ToolResult:
     authorization_reason: str = ""
 
     def __post_init__(self) -> None:
-        # Results built before ``status`` existed say only ``is_error``.
+        # A loop branches on status and a provider reads is_error: an error that says it
+        # succeeded would be both at once, so it is refused where it is built.
         if self.is_error and self.status == "succeeded":
-            object.__setattr__(self, "status", "failed")
+            raise ValueError("an error result needs a status other than 'succeeded' (e.g. 'failed')")
 
     @property
     def awaiting_approval(self) -> bool:

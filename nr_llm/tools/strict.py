@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..mcp import clean
-from ..mcp.protocol.references import ReferenceProblem, resolve
+from ..mcp import ReferenceProblem, clean, resolve_reference
 
 #: The keywords strict mode supports (description: an annotation it reads).
 STRICT_KEYWORDS = frozenset(
@@ -148,7 +147,7 @@ class _Walk:
         if not isinstance(ref, str) or ref in self.inlining:
             raise NotStrict(f"a $ref with sibling keywords that refers back to itself at {where}")
         try:
-            target = resolve(self.root, ref)
+            target = resolve_reference(self.root, ref)
         except ReferenceProblem as exc:
             raise NotStrict(f"the $ref at {where}: {exc}") from None
         if not isinstance(target, dict):

@@ -29,8 +29,7 @@ from ..conf import conf
 from ..governance import call_tasks, ledger, queued
 from ..governance.decisions import DecisionRefused, parse_call_id
 from ..governance.models import ToolCall, ToolCallStatus
-from ..mcp import MINIMUM_LEG_SECONDS, clean
-from ..mcp.protocol.tasks import TaskOptions, TaskState
+from ..mcp import MINIMUM_LEG_SECONDS, TaskOptions, TaskState, clean
 from ..models import McpTool
 from . import told
 from .execution import follow_claimed, run_claimed

@@ -20,7 +20,7 @@ import pytest
 from django.test import override_settings
 
 from nr_llm.authorization.store import DatabaseGrantStore
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.oauth import ClientConfig, Grant, GrantStore, MemoryGrantStore, OAuthSettings
 from nr_llm.mcp.oauth.store import ClientRegistration
 from nr_llm.servers.endpoints import endpoint_for
@@ -62,7 +62,7 @@ def _expired_grant(peers: OAuthPeers, token_endpoint: str) -> Grant:
 def _cut_refresh_is_kept(peers: OAuthPeers, store: GrantStore, server: str, endpoint: Endpoint) -> None:
     stale = store.load(server)
     assert stale is not None and stale.refresh_token is not None
-    client = McpClient(allow_private_networks=True)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
     before = peers.auth.token_requests("refresh_token")
     started = time.monotonic()
     with pytest.raises(McpTransportError) as cut:

@@ -1,8 +1,10 @@
-"""Upgrading past migration 0007: tools pinned under the first schema rule keep their pins.
+"""Upgrading past migration 0007: a tool pinned under the first schema rule goes to review.
 
 Rows are written at 0006 as an import before the upgrade wrote them (the first rule kept only
 type, description, properties, required, additionalProperties and the combinators), the schema
-migrates forward, and the real corpus server is imported again.
+migrates forward, and the real corpus server is imported again. No release stored such a pin, so
+nothing translates it: it compares as changed, and the operator reads the change before the
+tool is offered again, never silently kept enabled.
 """
 
 from __future__ import annotations
@@ -78,12 +80,11 @@ def _enabled_before_upgrade(url: str, description: str) -> None:
     _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
 
-def test_an_enabled_tool_pinned_under_the_first_rule_stays_enabled_when_its_server_did_not_change_it(
-    url, settings
-):
-    """After the upgrade the row is still offered; the re-import keeps it enabled, re-pins it on what
-    the server sent, and stores the schema with every keyword the new rule keeps."""
-    from nr_llm import tools
+def test_an_enabled_tool_pinned_under_the_first_rule_is_held_for_review(url, settings):
+    """After the upgrade the row is still offered; the re-import finds the pin differs from what the
+    server sends (its input schema), disables the tool for review and keeps the old pin for the
+    operator to compare; accepting re-pins it on what the server sent."""
+    from nr_llm import catalogue, tools
 
     settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
     _enabled_before_upgrade(url, "Corpus tool list_issues.")
@@ -92,23 +93,28 @@ def test_an_enabled_tool_pinned_under_the_first_rule_stays_enabled_when_its_serv
     assert "mcp_corpus_list_issues" in {d["name"] for d in tools.definitions("anthropic")}
 
     report = import_catalogue(McpServer.objects.get())
-    assert report.ok and report.changed == ()
+    assert [str(change) for change in report.changed] == ["mcp_corpus_list_issues (input schema)"]
     row.refresh_from_db()
-    assert (row.enabled, row.disabled_reason, row.pinned_raw) == (True, "", True)
-    assert row.pinned_fingerprint == row.definition_fingerprint
+    assert (row.enabled, row.disabled_reason, row.pinned_raw) == (False, DEFINITION_CHANGED, False)
+    assert row.pinned_definition["inputSchema"] == FIRST_RULE_LIST_ISSUES
+    assert "mcp_corpus_list_issues" not in {d["name"] for d in tools.definitions("anthropic")}
+
+    assert catalogue.accept_definition(row.pk, row.definition_fingerprint) == ""
+    row.refresh_from_db()
+    assert (row.enabled, row.pinned_raw) == (True, True)
     assert row.pinned_definition["inputSchema"] == CORPUS["list_issues"]
-    assert row.input_schema["properties"]["state"]["enum"] == ["open", "closed", "all"]
     offered = {d["name"]: d["input_schema"] for d in tools.definitions("anthropic")}
     assert offered["mcp_corpus_list_issues"]["properties"]["perPage"]["maximum"] == 100
 
 
-def test_an_enabled_tool_pinned_under_the_first_rule_is_disabled_when_its_server_changed_it(url, settings):
-    """A server that did change the tool since it was enabled still gets it disabled for review,
-    naming only the part that changed; the first-rule pin is kept for the operator to compare."""
+def test_an_enabled_tool_pinned_under_the_first_rule_names_every_changed_part(url, settings):
+    """A server that did change the tool since it was enabled: the review names that part too; the
+    first-rule pin is kept for the operator to compare."""
     settings.NR_LLM_MCP_ALLOW_PRIVATE_NETWORKS = True
     _enabled_before_upgrade(url, "An older description.")
     report = import_catalogue(McpServer.objects.get())
-    assert [str(change) for change in report.changed] == ["mcp_corpus_list_issues (description)"]
+    changed = [str(change) for change in report.changed]
+    assert changed == ["mcp_corpus_list_issues (description, input schema)"]
     row = McpTool.objects.get(tool_name="mcp_corpus_list_issues")
     assert (row.enabled, row.disabled_reason, row.pinned_raw) == (False, DEFINITION_CHANGED, False)
     assert row.pinned_definition["inputSchema"] == FIRST_RULE_LIST_ISSUES

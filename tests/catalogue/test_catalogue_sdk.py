@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from nr_llm.catalogue import ImportProgress, import_catalogue
-from nr_llm.mcp import McpClient
+from nr_llm.mcp import ConnectionSettings, McpClient
 from nr_llm.models import ImportStatus, McpTool
 from nr_llm.servers.endpoints import mcp_client
 from tests import catalogue_peers
@@ -140,7 +140,7 @@ def test_a_spent_budget_is_refused_as_this_installations_budget(url, settings):
     """A walk that spends its budget is refused; the reason names the budget and its setting."""
     settings.NR_LLM_MCP_OPERATION_TIMEOUT = 10
     server = McpServerFactory.create(identifier="sdk", url=url)
-    client = McpClient(allow_private_networks=True, clock=SteppingClock())
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=SteppingClock())
     report = import_catalogue(server, client=client)
     assert "was not asked" in report.refused
     assert "budget of 10 s is spent" in report.refused

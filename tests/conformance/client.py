@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.elicitation import ElicitationAnswer, Elicitor
 from nr_llm.mcp.protocol.schema import SchemaRefused, normalise_schema
 from tests.conformance import auth, django_app
@@ -39,7 +39,9 @@ class Run:
     scenario: str
     endpoint: Endpoint
     context: dict[str, Any]
-    client: McpClient = field(default_factory=lambda: McpClient(allow_private_networks=True))
+    client: McpClient = field(
+        default_factory=lambda: McpClient(connection=ConnectionSettings(allow_private_networks=True))
+    )
 
     def say(self, text: str) -> None:
         # stdout is saved by the suite beside its checks: the driver's own log of the run.

@@ -27,7 +27,7 @@ import sys
 import time
 import traceback
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 
 CREDENTIAL = "tok-peak-5e4d3c2b1a"
 
@@ -50,7 +50,7 @@ def _operation(client: McpClient, endpoint: Endpoint, operation: str) -> str:
 
 
 def measure(base_url: str, scenario: str, operation: str, budget: float) -> dict[str, object]:
-    client = McpClient(allow_private_networks=True)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
     def endpoint(path: str) -> Endpoint:
         return Endpoint(

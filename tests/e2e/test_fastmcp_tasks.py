@@ -28,7 +28,7 @@ import pytest
 from nr_llm import tools
 from nr_llm.catalogue import enable_tools, import_catalogue
 from nr_llm.governance.models import ToolCall, ToolCallStatus
-from nr_llm.mcp import Endpoint, McpClient
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.protocol.tasks import TaskError, TaskOptions, TaskState
 from nr_llm.models import DataClass, McpTool
 from tests.e2e.test_import_workers import wait_for, workers
@@ -67,7 +67,7 @@ def _endpoint(url: str, budget: float) -> Endpoint:
 
 def test_a_task_call_completes(peer: tuple[str, Path]) -> None:
     url, log = peer
-    client = McpClient(allow_private_networks=True)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
     [listed] = client.list_tools(_endpoint(url, 10))
     assert listed["name"] == TOOL and "execution" not in listed
     states: list[TaskState] = []
@@ -88,7 +88,7 @@ def test_the_task_survives_a_process_restart_between_polls(peer: tuple[str, Path
     """One process asks and is cut off by its budget with the task still working; another
     process resumes from the stored state alone and reads the result."""
     url, log = peer
-    client = McpClient(allow_private_networks=True)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
     kept: list[dict[str, Any]] = []
     with pytest.raises(TaskError) as raised:
         client.call_tool(
@@ -102,11 +102,11 @@ def test_the_task_survives_a_process_restart_between_polls(peer: tuple[str, Path
     assert polled >= 1
     resume = (
         "import json, sys\n"
-        "from nr_llm.mcp import Endpoint, McpClient\n"
+        "from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient\n"
         "from nr_llm.mcp.protocol.tasks import TaskState\n"
         "state = TaskState.from_dict(json.load(sys.stdin))\n"
         f"endpoint = Endpoint(identifier='fastmcp-tasks', url={url!r}, budget_seconds=20)\n"
-        "client = McpClient(allow_private_networks=True)\n"
+        "client = McpClient(connection=ConnectionSettings(allow_private_networks=True))\n"
         f"outcome = client.poll_task(endpoint, state, {TOOL!r})\n"
         "print(json.dumps({'text': outcome.text, 'status': outcome.task.status}))\n"
     )

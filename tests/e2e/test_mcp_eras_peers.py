@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import requests
 
-from nr_llm.mcp import Endpoint, McpClient
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.protocol.eras import cache_key, process_cache
 from tests.e2e.test_mcp_server_everything import EVERYTHING, PEERS
 from tests.peers import running, sdk_server
@@ -28,7 +28,7 @@ MODERN = "2026-07-28"
 
 
 def _client() -> McpClient:
-    return McpClient(allow_private_networks=True)
+    return McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
 
 def _endpoint(url: str, identifier: str = "sdk") -> Endpoint:

@@ -9,14 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.eras import cache_key, process_cache
 from tests.peers import running
 
 pytestmark = pytest.mark.e2e
 
 BUDGET = 2
-CLIENT = McpClient(allow_private_networks=True)
+CLIENT = McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from nr_llm.mcp import ConnectionReport, Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionReport, ConnectionSettings, Endpoint, McpClient, McpTransportError
 from tests.peers import ROOT, running
 from tests.peers.hostile_wire import MEASURED, NAMES, REDIRECTS
 
@@ -24,7 +24,7 @@ BUDGET = 2
 # The guard walks up to five legs before the one under test (era probe, handshake, a stream
 # to resume): on a loaded two-core CI machine 2 s was spent before the resume leg was reached.
 GUARD_BUDGET = 5
-CLIENT = McpClient(allow_private_networks=True)
+CLIENT = McpClient(connection=ConnectionSettings(allow_private_networks=True))
 SECRET = "tok-wire-0a1b2c3d4e"
 # The legs each operation has; list_tools's first three are call_tool's.
 LEGS = {

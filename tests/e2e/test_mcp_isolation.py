@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from nr_llm.mcp import Endpoint, McpClient
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from tests.peers import running
 
 pytestmark = pytest.mark.e2e
@@ -37,7 +37,7 @@ def test_two_servers_never_see_each_others_session_or_credential() -> None:
             auth_placement="header",
             auth_header_name="X-Api-Key",
         )
-        client = McpClient(allow_private_networks=True)
+        client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
         def operate(index: int) -> str:
             endpoint = a if index % 2 == 0 else b

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from tests.peers import sdk_server
 
 pytestmark = pytest.mark.e2e
@@ -37,7 +37,9 @@ def test_ping_reports_the_discovered_server(server_url: str) -> None:
     """ping() reaches the (dual-era) SDK 2.3 server with server/discover and reports the 2026-07-28
     revision and era, its name and version, and latency."""
     health = HealthLog()
-    report = McpClient(allow_private_networks=True, health=health).ping(_endpoint(server_url))
+    report = McpClient(connection=ConnectionSettings(allow_private_networks=True), health=health).ping(
+        _endpoint(server_url)
+    )
     assert report.reachable and report.error == ""
     assert (report.protocol_version, report.era) == ("2026-07-28", "modern")
     assert (report.server_name, report.server_version) == ("nr-llm test peer", "1.2.3")
@@ -48,7 +50,9 @@ def test_ping_reports_the_discovered_server(server_url: str) -> None:
 def test_list_tools_walks_all_fifty_pages(server_url: str) -> None:
     """500 tools in pages of 10: every page followed, every tool object returned once, in order."""
     health = HealthLog()
-    tools = McpClient(allow_private_networks=True, health=health).list_tools(_endpoint(server_url))
+    tools = McpClient(connection=ConnectionSettings(allow_private_networks=True), health=health).list_tools(
+        _endpoint(server_url)
+    )
     names = [tool["name"] for tool in tools]
     assert len(names) == 500 == len(set(names))
     assert names[:5] == ["echo", "add", "slow", "pixel", "fail"]
@@ -59,7 +63,7 @@ def test_list_tools_walks_all_fifty_pages(server_url: str) -> None:
 
 def test_call_tool_returns_the_text(server_url: str) -> None:
     """echo answers with the text it was given, as a successful outcome."""
-    outcome = McpClient(allow_private_networks=True).call_tool(
+    outcome = McpClient(connection=ConnectionSettings(allow_private_networks=True)).call_tool(
         _endpoint(server_url), "echo", {"text": "héllo"}
     )
     assert (outcome.text, outcome.is_error) == ("héllo", False)
@@ -68,7 +72,9 @@ def test_call_tool_returns_the_text(server_url: str) -> None:
 def test_call_tool_without_arguments_sends_an_object(server_url: str) -> None:
     """A tool with defaults is callable with no arguments (sent as {}); its image block is kept and
     named in order in the text."""
-    outcome = McpClient(allow_private_networks=True).call_tool(_endpoint(server_url), "pixel")
+    outcome = McpClient(connection=ConnectionSettings(allow_private_networks=True)).call_tool(
+        _endpoint(server_url), "pixel"
+    )
     assert outcome.text == "a single pixel\n[image: image/png, 70 bytes]"
     assert [block["type"] for block in outcome.content] == ["text", "image"]
     assert outcome.is_error is False
@@ -77,7 +83,7 @@ def test_call_tool_without_arguments_sends_an_object(server_url: str) -> None:
 def test_a_failing_tool_is_a_failed_outcome_not_an_exception(server_url: str) -> None:
     """isError: true becomes CallOutcome(is_error=True) with the server's text; health still records."""
     health = HealthLog()
-    outcome = McpClient(allow_private_networks=True, health=health).call_tool(
+    outcome = McpClient(connection=ConnectionSettings(allow_private_networks=True), health=health).call_tool(
         _endpoint(server_url), "fail", {"reason": "nope"}
     )
     assert outcome.is_error is True
@@ -87,7 +93,9 @@ def test_a_failing_tool_is_a_failed_outcome_not_an_exception(server_url: str) ->
 
 def test_an_unknown_tool_is_a_failed_outcome(server_url: str) -> None:
     """The SDK answers a call to a tool it does not have with isError: a failed outcome naming the tool."""
-    outcome = McpClient(allow_private_networks=True).call_tool(_endpoint(server_url), "no_such_tool")
+    outcome = McpClient(connection=ConnectionSettings(allow_private_networks=True)).call_tool(
+        _endpoint(server_url), "no_such_tool"
+    )
     assert outcome.is_error is True
     assert "no_such_tool" in outcome.text
 
@@ -96,7 +104,9 @@ def test_a_legacy_sse_endpoint_is_named_with_what_to_do() -> None:
     """The SDK's HTTP+SSE transport (2024-11-05) answers POST /sse with 405: the error names the
     legacy transport and the way out (the Streamable HTTP URL, or a bridge), not just "405"."""
     with sdk_server("--legacy-sse") as url, pytest.raises(McpTransportError) as raised:
-        McpClient(allow_private_networks=True).list_tools(_endpoint(url.removesuffix("/mcp") + "/sse"))
+        McpClient(connection=ConnectionSettings(allow_private_networks=True)).list_tools(
+            _endpoint(url.removesuffix("/mcp") + "/sse")
+        )
     message = str(raised.value)
     assert raised.value.http_status == 405
     assert "HTTP 405" in message and "legacy HTTP+SSE" in message
@@ -110,7 +120,9 @@ def test_a_port_nothing_listens_on_is_named_with_its_address() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed again before the call: nothing listens there
     with pytest.raises(McpTransportError) as raised:
-        McpClient(allow_private_networks=True).list_tools(_endpoint(f"http://127.0.0.1:{port}/mcp"))
+        McpClient(connection=ConnectionSettings(allow_private_networks=True)).list_tools(
+            _endpoint(f"http://127.0.0.1:{port}/mcp")
+        )
     assert raised.value.kind == "unreachable"
     assert f"could not be reached at 127.0.0.1:{port}: connection refused" in str(raised.value)
     assert "ConnectionError" not in str(raised.value)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.progress import Progress
 from nr_llm.tools import ToolResult, tool_messages
 from tests.peers import ROOT, running
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 
 PEERS = ROOT / "tests" / "e2e" / "peers"
 EVERYTHING = PEERS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-CLIENT = McpClient(allow_private_networks=True)
+CLIENT = McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,8 @@ def test_an_image_is_kept_in_mcp_shape_and_reaches_each_provider(endpoint: Endpo
     (image,) = [block for block in outcome.content if block["type"] == "image"]
     assert image["mimeType"] == "image/png" and base64.b64decode(image["data"]).startswith(b"\x89PNG")
     assert "[image: image/png, " in outcome.text and not outcome.notes
-    result = ToolResult(outcome.text, outcome.is_error, "everything", content=outcome.content)
+    assert not outcome.is_error
+    result = ToolResult(outcome.text, False, "everything", content=outcome.content)
     (message,) = tool_messages("anthropic", [("toolu_1", result)])
     assert message["content"][0]["content"][1]["source"]["data"] == image["data"]
     chat = tool_messages("openai", [("call_1", result)])

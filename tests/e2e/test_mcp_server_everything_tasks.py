@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import ElicitationAnswer, Elicitor, Endpoint, McpClient
+from nr_llm.mcp import ConnectionSettings, ElicitationAnswer, Elicitor, Endpoint, McpClient
 from nr_llm.mcp.protocol.tasks import TaskError, TaskOptions, TaskState
 from tests.peers import ROOT, running
 
@@ -51,7 +51,7 @@ def _task_support(client: McpClient, url: str) -> str | None:
 
 
 def test_the_research_task_completes_within_one_budget(url: str) -> None:
-    client = McpClient(allow_private_networks=True)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
     support = _task_support(client, url)
     assert support == "required"
     states: list[TaskState] = []
@@ -72,7 +72,7 @@ def test_the_research_task_completes_within_one_budget(url: str) -> None:
 def test_the_task_survives_a_worker_restart_between_polls(url: str) -> None:
     """One process asks and is cut off by its budget with the task still working; another
     process resumes from the stored state alone and reads the report."""
-    client = McpClient(allow_private_networks=True)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
     support = _task_support(client, url)
     kept: list[dict[str, Any]] = []
     with pytest.raises(TaskError) as raised:
@@ -85,11 +85,11 @@ def test_the_task_survives_a_worker_restart_between_polls(url: str) -> None:
     assert raised.value.kind == "task_pending" and kept[-1]["status"] == "working"
     resume = (
         "import json, sys\n"
-        "from nr_llm.mcp import Endpoint, McpClient\n"
+        "from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient\n"
         "from nr_llm.mcp.protocol.tasks import TaskState\n"
         "state = TaskState.from_dict(json.load(sys.stdin))\n"
         f"endpoint = Endpoint(identifier='everything', url={url!r}, budget_seconds=20)\n"
-        "client = McpClient(allow_private_networks=True)\n"
+        "client = McpClient(connection=ConnectionSettings(allow_private_networks=True))\n"
         f"outcome = client.poll_task(endpoint, state, {TOOL!r})\n"
         "print(json.dumps({'text': outcome.text, 'status': outcome.task.status}))\n"
     )
@@ -114,7 +114,7 @@ def test_input_during_the_task_goes_through_the_responder(url: str) -> None:
         asked.append(request.message)
         return ElicitationAnswer.accept({"interpretation": "historical"})
 
-    client = McpClient(allow_private_networks=True)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
     responder = Elicitor(respond, "everything")
     support = _task_support(client, url)
     outcome = client.call_tool(
@@ -129,7 +129,7 @@ def test_input_during_the_task_goes_through_the_responder(url: str) -> None:
 
 
 def test_a_task_cancelled_through_the_client_ends_cancelled(url: str) -> None:
-    client = McpClient(allow_private_networks=True)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
     support = _task_support(client, url)
     with pytest.raises(TaskError) as raised:
         client.call_tool(_endpoint(url, 2), TOOL, {"topic": "cancel"}, task=TaskOptions(task_support=support))

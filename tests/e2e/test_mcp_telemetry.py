@@ -16,7 +16,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.telemetry import DURATION_BUCKETS, DURATION_METRIC, session_digest
 from nr_llm.mcp.wire.telemetry import MESSAGE_CHARS
 from tests.catalogue_peers import closed_port_url
@@ -50,7 +50,7 @@ def tattle_url() -> Iterator[str]:
 
 
 def _client() -> McpClient:
-    return McpClient(allow_private_networks=True)
+    return McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
 
 def _endpoint(url: str, **extra: Any) -> Endpoint:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from tests.peers import running
 from tests.tls import (
     NAMES,
@@ -168,7 +168,9 @@ def test_the_environment_s_ca_bundle_is_not_trusted(
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tls.bundle))
     monkeypatch.setenv("SSL_CERT_FILE", str(tls.bundle))
     with tls_adversary(tls.issue("mcp.test")) as (port, _log):
-        client = McpClient(allow_private_networks=True, resolver=resolve_test_names)
+        client = McpClient(
+            connection=ConnectionSettings(allow_private_networks=True, resolver=resolve_test_names)
+        )
         report = client.ping(Endpoint(identifier="envtrust", url=f"https://mcp.test:{port}/fine/0/mcp"))
     assert report.failure is not None and report.failure.kind == "tls" and "does not trust" in report.error
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from tests.peers import running
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +38,7 @@ def _endpoint(base_url: str, scenario: str, budget: float = BUDGET) -> Endpoint:
     return Endpoint(identifier="hostile", url=f"{base_url}/{scenario}/mcp", budget_seconds=budget)
 
 
-CLIENT = McpClient(allow_private_networks=True)
+CLIENT = McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
 
 def test_a_well_behaved_peer_answers(base_url: str) -> None:

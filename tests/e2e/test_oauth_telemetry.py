@@ -68,7 +68,9 @@ def test_a_tool_call_with_a_client_credentials_token_traces_the_token_leg_and_th
     )
     store = MemoryGrantStore()
     endpoint = Endpoint(identifier="peer", url=oauth_peers.mcp.url, oauth=OAuthSettings(config, store))
-    outcome = McpClient(allow_private_networks=True).call_tool(endpoint, "whoami", {})
+    outcome = McpClient(connection=ConnectionSettings(allow_private_networks=True)).call_tool(
+        endpoint, "whoami", {}
+    )
     assert not outcome.is_error, outcome.text
     names = [span.name for span in otel.spans()]
     assert "tools/call whoami" in names and "POST" in names, names

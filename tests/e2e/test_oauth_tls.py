@@ -36,7 +36,11 @@ def tls_peers(tls: TestAuthority) -> Iterator[OAuthPeers]:
 
 
 def _client(tls: TestAuthority) -> McpClient:
-    return McpClient(allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(tls.bundle))
+    return McpClient(
+        connection=ConnectionSettings(
+            allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(tls.bundle)
+        )
+    )
 
 
 def _whoami(tls: TestAuthority, peers: OAuthPeers, settings: OAuthSettings) -> dict[str, object]:

@@ -21,7 +21,7 @@ import pytest
 from nr_llm import tools
 from nr_llm.governance import call_tasks, queued
 from nr_llm.governance.models import ToolCall, ToolCallStatus
-from nr_llm.mcp import Endpoint, McpClient
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.protocol.tasks import TaskError, TaskOptions, TaskState
 from nr_llm.models import DataClass, McpTool
 from nr_llm.servers import credentials
@@ -132,7 +132,9 @@ def test_a_restarted_worker_resumes_the_task_from_the_row(base, settings, dummy)
     # The "first worker": it sends the call and hears the task, then its budget (on a fake clock,
     # so in no real time) runs out before the task ends: as a worker killed between polls.
     clock = FakeClock()
-    client = McpClient(allow_private_networks=True, clock=clock, sleep=clock.advance)
+    client = McpClient(
+        connection=ConnectionSettings(allow_private_networks=True), clock=clock, sleep=clock.advance
+    )
     endpoint = Endpoint(identifier=tool.server.identifier, url=tool.server.url, budget_seconds=3)
     with pytest.raises(TaskError) as pending:
         client.call_tool(

@@ -25,7 +25,7 @@ PICTURE = ToolResult(
     "demo",
     content=({"type": "text", "text": "a pixel"}, IMAGE),
 )
-FAILED = ToolResult('MCP server "Demo" (demo) reported an error: boom', True, "demo")
+FAILED = ToolResult('MCP server "Demo" (demo) reported an error: boom', True, "demo", "failed")
 WAITING = ToolResult(
     "requires an operator's approval: the call has not run.", False, "demo", "awaiting_approval", uuid.uuid4()
 )

@@ -22,7 +22,7 @@ from openai.types.responses import FunctionToolParam
 
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
-from nr_llm.mcp import McpClient
+from nr_llm.mcp import ConnectionSettings, McpClient
 from nr_llm.mcp.protocol.endpoint import Endpoint
 from nr_llm.models import McpTool
 from nr_llm.tools.arguments import checked_arguments
@@ -81,7 +81,7 @@ def test_the_offered_schema_gives_every_instance_the_servers_own_verdict(server,
     says what the server says when it is asked."""
     offered = _parameters("anthropic")
     stored = {row.remote_name: row.input_schema for row in McpTool.objects.all()}
-    client = McpClient(allow_private_networks=True)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
     endpoint = Endpoint("py", url)
     for name, (valid, invalid) in INSTANCES.items():
         for instance in [*valid, *invalid]:

@@ -18,7 +18,7 @@ from django.db import connection
 from nr_llm import tools
 from nr_llm.catalogue import import_catalogue
 from nr_llm.governance import decisions, ledger, preview
-from nr_llm.mcp import McpClient
+from nr_llm.mcp import ConnectionSettings, McpClient
 from nr_llm.mcp.protocol import eras
 from nr_llm.mcp.protocol.eras import EraCache
 from nr_llm.models import McpServer, McpTool
@@ -53,7 +53,7 @@ def _scripted(mock: responses.RequestsMock, **script: object) -> tuple[ScriptedS
     server = ScriptedServer(clock, **script)  # type: ignore[arg-type]
     server.install(mock)
     guarded_tool(requires_approval=False, url=URL)
-    return server, McpClient(allow_private_networks=True, clock=clock)
+    return server, McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
 
 
 def _error(code: int) -> str:

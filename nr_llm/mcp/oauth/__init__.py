@@ -7,7 +7,8 @@ token, and ``legs`` is the only module here that sends anything (through the wir
 machine).
 
 The rule: this package imports ``nr_llm.mcp.wire`` only, never ``nr_llm.mcp.protocol`` (nor
-Django). The protocol uses it through this module alone: what it needs is named here.
+Django). The protocol, and the app's OAuth side (``nr_llm.authorization``), use it through this
+module alone: what they need is named here (tests/test_import_graph.py holds the app to it).
 """
 
 from .challenge import Challenge, NonceChallenge, challenge_error, parse_challenge
@@ -19,11 +20,22 @@ from .grants import (
     client_credentials,
     finish_authorization,
     refresh,
+    revoke,
     start_authorization,
 )
-from .identity import ClientConfig, WallClock
+from .identity import ClientConfig, GrantType, WallClock
 from .legs import OAuthLegs
-from .store import ClientRegistration, Grant, GrantStore, MemoryGrantStore
+from .scopes import union_scopes
+from .store import (
+    ClientRegistration,
+    Grant,
+    GrantStore,
+    MemoryGrantStore,
+    ServerLocks,
+    issued_for,
+    lock_wait_seconds,
+    wait_exhausted,
+)
 from .tokens import OAuthSettings, OperationTokens, SystemWallClock
 
 __all__ = [
@@ -53,4 +65,13 @@ __all__ = [
     "probe_challenge",
     "refresh",
     "start_authorization",
+    # For the app's side: revoking, the grant types it configures, merging scopes, and keeping
+    # one refresh per server at a time within an operation's budget.
+    "GrantType",
+    "revoke",
+    "union_scopes",
+    "issued_for",
+    "ServerLocks",
+    "lock_wait_seconds",
+    "wait_exhausted",
 ]

@@ -31,7 +31,7 @@ from .dpop import NONCE_ERROR, DpopKey, server_nonce, supports_es256, usable_key
 from .federation import identity_assertion, workload_assertion
 from .identity import JWT_BEARER, ClientConfig, WallClock, authenticate, client_for, not_configured
 from .legs import Answer, OAuthLegs, vet_url
-from .scopes import select_scopes, union
+from .scopes import select_scopes, union_scopes
 from .sealed import Sealed, sealed
 from .store import ClientRegistration, Grant, GrantStore
 
@@ -481,7 +481,7 @@ def _scopes(
             challenged, supported, found.server.scopes_supported, wants_refresh=wants_refresh
         )
     # Step-up asks for the union: what was granted before must not be lost.
-    return union(previous, chosen)
+    return union_scopes(previous, chosen)
 
 
 def _s256(verifier: str) -> str:

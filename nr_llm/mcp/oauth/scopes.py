@@ -26,10 +26,10 @@ def select_scopes(
     else:
         chosen = ()
     if wants_refresh and chosen and server_supported and OFFLINE_ACCESS in server_supported:
-        chosen = union(chosen, (OFFLINE_ACCESS,))
+        chosen = union_scopes(chosen, (OFFLINE_ACCESS,))
     return chosen
 
 
-def union(*groups: Iterable[str]) -> tuple[str, ...]:
+def union_scopes(*groups: Iterable[str]) -> tuple[str, ...]:
     """Every scope of every group once, in first-seen order (step-up keeps what was granted)."""
     return tuple(dict.fromkeys(scope for group in groups for scope in group))

@@ -49,7 +49,7 @@ from .dpop import DpopKey, usable_key
 from .grants import client_credentials, refresh
 from .identity import ClientConfig, WallClock, not_configured
 from .legs import OAuthLegs, SessionFactory
-from .scopes import union
+from .scopes import union_scopes
 from .store import Grant, GrantStore
 
 logger = logging.getLogger("nr_llm.mcp.oauth")
@@ -157,7 +157,7 @@ class OperationTokens:
         if challenge.status == 403:
             if challenge.error != "insufficient_scope":
                 raise challenge
-            wanted = union(grant.scopes if grant else (), challenge.scopes or ())
+            wanted = union_scopes(grant.scopes if grant else (), challenge.scopes or ())
             if not self.config.without_person:
                 raise self._required("insufficient_scope", wanted, challenge)
             return self._acquire(challenge, wanted, grant).access_token

@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
@@ -39,9 +38,8 @@ from ..oauth import OperationTokens, SystemWallClock, WallClock
 from ..wire.connection import ConnectionSettings
 from ..wire.deadline import Clock, MonotonicClock, OperationDeadline
 from ..wire.errors import McpTransportError
-from ..wire.hostgate import Resolver, refuse_private, resolve
+from ..wire.hostgate import refuse_private, resolve
 from ..wire.legs import SessionFactory, default_session
-from ..wire.pool import DEFAULT_KEEPALIVE_SECONDS
 from ..wire.redaction import Secrets
 from ..wire.text import NAME_LIMIT, clean
 from . import elicitation, features, modern, progress, resend, tasks
@@ -101,46 +99,25 @@ class McpClient:
     def __init__(
         self,
         *,
-        allow_private_networks: bool = False,
+        connection: ConnectionSettings | None = None,
         clock: Clock | None = None,
         health: HealthSink | None = None,
         session_factory: SessionFactory | None = None,
         era_cache: EraCache | None = None,
         era_cache_seconds: float = DEFAULT_ERA_CACHE_SECONDS,
         wall: WallClock | None = None,
-        resolver: Resolver | None = None,
-        ca_bundle: str | os.PathLike[str] | None = None,
-        keepalive_seconds: float = DEFAULT_KEEPALIVE_SECONDS,
-        connection: ConnectionSettings | None = None,
         result_limits: ContentLimits = DEFAULT_LIMITS,
         tools_cache: ToolsCache | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         """How the client connects is one value, ``connection`` (wire/connection.py says what
-        each part means), handed whole to every leg, MCP and OAuth alike; the keywords
-        ``allow_private_networks``, ``resolver``, ``ca_bundle`` and ``keepalive_seconds`` build
-        it when it is not given (with it, they must be left out).
-        ``result_limits``: the caps on a tool's answer (content.py). ``tools_cache``: where
-        ``tools/list`` answers a server allows to be cached are shared (shared_cache.py).
+        each part means; the defaults when it is not given), handed whole to every leg, MCP and
+        OAuth alike. ``result_limits``: the caps on a tool's answer (content.py). ``tools_cache``:
+        where ``tools/list`` answers a server allows to be cached are shared (shared_cache.py).
         ``sleep``: how the client waits between polls of a task (tasks.py); tests pass one
         that moves a fake clock."""
         self.result_limits = result_limits
-        if connection is None:
-            connection = ConnectionSettings(
-                allow_private_networks=allow_private_networks,
-                # A str: requests reads a Path as a mere truthy value, and would trust certifi instead.
-                ca_bundle=None if ca_bundle is None else os.fspath(ca_bundle),
-                keepalive_seconds=keepalive_seconds,
-                resolver=resolver,
-            )
-        elif (allow_private_networks, resolver, ca_bundle, keepalive_seconds) != (
-            False,
-            None,
-            None,
-            DEFAULT_KEEPALIVE_SECONDS,
-        ):
-            raise TypeError("McpClient: give either connection or its parts as keywords, not both.")
-        self.connection = connection
+        self.connection = connection or ConnectionSettings()
         # Epoch seconds for OAuth token expiry, which is absolute so it survives a restart.
         self.wall: WallClock = wall or SystemWallClock()
         self.clock: Clock = clock or MonotonicClock()

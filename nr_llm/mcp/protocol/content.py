@@ -102,10 +102,10 @@ def outcome_of(
     outcome = CallOutcome(
         text=text, is_error=is_error, content=tuple(blocks), structured=structured, notes=tuple(shaping.notes)
     )
-    return conform(outcome, output_schema) if output_schema else outcome
+    return conform_outcome(outcome, output_schema) if output_schema else outcome
 
 
-def conform(outcome: CallOutcome, output_schema: dict[str, Any] | None) -> CallOutcome:
+def conform_outcome(outcome: CallOutcome, output_schema: dict[str, Any] | None) -> CallOutcome:
     """``outcome`` judged against the tool's declared output schema (None or {}: none declared).
 
     Declared: a success must carry conforming structured content, else it becomes an error
@@ -127,7 +127,7 @@ def conform(outcome: CallOutcome, output_schema: dict[str, Any] | None) -> CallO
     )
 
 
-def masked(outcome: CallOutcome, mask: Callable[[str], str]) -> CallOutcome:
+def masked_outcome(outcome: CallOutcome, mask: Callable[[str], str]) -> CallOutcome:
     """``outcome`` with ``mask`` applied to every text a model or a person reads (not to base64)."""
     return dataclasses.replace(
         outcome,

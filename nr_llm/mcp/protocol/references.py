@@ -31,7 +31,7 @@ def is_local(ref: str) -> bool:
     return ref == "#" or ref.startswith("#/")
 
 
-def resolve(root: Any, ref: str) -> Any:
+def resolve_reference(root: Any, ref: str) -> Any:
     """The subschema ``ref`` (a local JSON Pointer fragment) points to, or ``ReferenceProblem``."""
     if not is_local(ref):
         raise ReferenceProblem(f"{ref!r} is not a reference inside the schema")
@@ -87,7 +87,7 @@ def check(root: dict[str, Any], where: Any) -> None:
         ref = node.get("$ref")
         if isinstance(ref, str):
             try:
-                resolved = resolve(root, ref)
+                resolved = resolve_reference(root, ref)
             except ReferenceProblem as exc:
                 raise ReferenceProblem(f"the $ref at {where(at + '/$ref')}: {exc}") from None
             target = pointer(ref)

@@ -60,7 +60,7 @@ def _pattern(template: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
-def matches(template: str, uri: str) -> bool:
+def template_matches(template: str, uri: str) -> bool:
     """``uri`` is one the template describes (and holds no ``..`` path segment)."""
     if not isinstance(uri, str) or not uri or len(uri) > _LIMIT or any(ord(c) < 0x21 for c in uri):
         return False
@@ -72,7 +72,7 @@ def matches(template: str, uri: str) -> bool:
         return False
 
 
-def expand(template: str, values: dict[str, str]) -> str:
+def expand_template(template: str, values: dict[str, str]) -> str:
     """Simple (``{x}``) and reserved (``{+x}``) expansion of string values; every name needed."""
 
     def one(match: re.Match[str]) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.oauth import ClientConfig, Grant, MemoryGrantStore, OAuthSettings
 from nr_llm.mcp.oauth.store import ClientRegistration
 from nr_llm.mcp.wire.errors import AuthorizationError, McpTransportError
@@ -70,7 +70,9 @@ def _call(
 ):
     settings = OAuthSettings(config or ClientConfig(), store)
     endpoint = Endpoint(identifier="demo", url=URL, budget_seconds=budget, oauth=settings)
-    client = McpClient(allow_private_networks=True, clock=world.clock, wall=wall)
+    client = McpClient(
+        connection=ConnectionSettings(allow_private_networks=True), clock=world.clock, wall=wall
+    )
     return client.call_tool(endpoint, "echo", {})
 
 
@@ -153,7 +155,9 @@ def test_a_ping_whose_refresh_is_refused_reports_authorization_required_and_its_
     world.serve_token_endpoint()
     world.token_answers.append((400, {"error": "invalid_grant"}))
     endpoint = Endpoint(identifier="demo", url=URL, oauth=OAuthSettings(ClientConfig(), store))
-    report = McpClient(allow_private_networks=True, clock=world.clock, wall=wall).ping(endpoint)
+    report = McpClient(
+        connection=ConnectionSettings(allow_private_networks=True), clock=world.clock, wall=wall
+    ).ping(endpoint)
     assert (report.reachable, report.error_kind) == (False, "authorization_required")
     failure = report.failure
     assert isinstance(failure, AuthorizationError)

@@ -265,9 +265,9 @@ def _dpop_call(world: World, wall, server: NonceServer) -> Any:
     endpoint = Endpoint(
         identifier="demo", url=URL, budget_seconds=20, oauth=OAuthSettings(ClientConfig(dpop=True), store)
     )
-    return McpClient(allow_private_networks=True, clock=world.clock, wall=wall).call_tool(
-        endpoint, "echo", {}
-    )
+    return McpClient(
+        connection=ConnectionSettings(allow_private_networks=True), clock=world.clock, wall=wall
+    ).call_tool(endpoint, "echo", {})
 
 
 def test_a_tools_call_refused_for_a_nonce_is_sent_again_once_with_it(

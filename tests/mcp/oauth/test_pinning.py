@@ -79,7 +79,9 @@ def test_a_grant_for_another_url_is_set_aside_and_nothing_reaches_the_new_url() 
                 identifier="demo", url=new.url("/mcp"), oauth=OAuthSettings(ClientConfig(), store)
             )
             with pytest.raises(AuthorizationError) as caught:
-                McpClient(allow_private_networks=True).call_tool(endpoint, "echo", {})
+                McpClient(connection=ConnectionSettings(allow_private_networks=True)).call_tool(
+                    endpoint, "echo", {}
+                )
             assert (caught.value.kind, caught.value.reason) == ("authorization_required", "url_changed")
             assert "the URL changed" in str(caught.value)
         assert new.requests() == [] and tokens.forms == [] and old.requests() == []

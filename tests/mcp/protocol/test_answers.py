@@ -8,7 +8,7 @@ import traceback
 import pytest
 import responses
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.content import ContentLimits
 
 from ..scripted import URL, FakeClock, ScriptedServer
@@ -20,7 +20,7 @@ def _call(
     server = ScriptedServer(clock, overrides={"tools/call": answer})
     server.install(mock)
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).call_tool(
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
             Endpoint(identifier="demo", url=URL), "echo"
         )
     assert caught.value.server == "demo" and "'demo'" in str(caught.value)
@@ -132,9 +132,9 @@ def test_a_body_just_under_the_cap_is_read(mock, clock) -> None:
     server = ScriptedServer(clock, overrides={"tools/call": (200, JSON, body)})
     server.install(mock)
     limits = ContentLimits(block_bytes=4 << 20, total_bytes=4 << 20)
-    outcome = McpClient(allow_private_networks=True, clock=clock, result_limits=limits).call_tool(
-        Endpoint(identifier="demo", url=URL), "echo"
-    )
+    outcome = McpClient(
+        connection=ConnectionSettings(allow_private_networks=True), clock=clock, result_limits=limits
+    ).call_tool(Endpoint(identifier="demo", url=URL), "echo")
     assert outcome.text == text
 
 
@@ -147,7 +147,7 @@ def test_an_event_stream_skips_server_requests_and_notifications(mock, clock) ->
     )
     server = ScriptedServer(clock, overrides={"tools/call": (200, SSE, stream)})
     server.install(mock)
-    outcome = McpClient(allow_private_networks=True, clock=clock).call_tool(
+    outcome = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
         Endpoint(identifier="demo", url=URL), "echo"
     )
     assert outcome.text == "streamed"
@@ -166,7 +166,7 @@ def test_an_answer_at_either_edge_of_a_stream_is_read(mock, clock, stream: str) 
     )
     server = ScriptedServer(clock, overrides={"tools/call": (200, SSE, stream.format(answer=answer))})
     server.install(mock)
-    outcome = McpClient(allow_private_networks=True, clock=clock).call_tool(
+    outcome = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
         Endpoint(identifier="demo", url=URL), "echo"
     )
     assert outcome.text == "edge"
@@ -180,7 +180,7 @@ def test_an_answer_inside_a_batch_is_found(mock, clock) -> None:
     ]
     server = ScriptedServer(clock, overrides={"tools/call": (200, JSON, json.dumps(batch))})
     server.install(mock)
-    outcome = McpClient(allow_private_networks=True, clock=clock).call_tool(
+    outcome = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
         Endpoint(identifier="demo", url=URL), "echo"
     )
     assert outcome.text == ""
@@ -191,7 +191,7 @@ def test_an_unknown_protocol_revision_is_malformed(mock, clock) -> None:
     server = ScriptedServer(clock, protocol_version="1999-01-01", session_id=None)
     server.install(mock)
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).call_tool(
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
             Endpoint(identifier="demo", url=URL), "echo"
         )
     assert caught.value.kind == "malformed" and "1999-01-01" in str(caught.value)
@@ -207,7 +207,9 @@ def test_an_unreachable_server_is_unreachable_without_leaking_the_url_query(cloc
         port = probe.getsockname()[1]
     endpoint = Endpoint(identifier="demo", url=f"http://127.0.0.1:{port}/mcp?key=SECRET123")
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).call_tool(endpoint, "echo")
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+            endpoint, "echo"
+        )
     assert caught.value.kind == "unreachable"
     assert "SECRET123" not in str(caught.value) and "SECRET123" not in repr(caught.value)
     # Nor in the traceback a logger.exception() would print (causes and contexts included).

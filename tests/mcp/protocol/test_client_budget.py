@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 
 from ..scripted import URL, FakeClock, ScriptedServer
 
 
 def _client(clock: FakeClock) -> McpClient:
     # The scripted host does not resolve; the host gate has its own tests.
-    return McpClient(allow_private_networks=True, clock=clock)
+    return McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
 
 
 def _endpoint(budget: float = 20) -> Endpoint:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nr_llm.mcp import CallOutcome, McpTransportError
-from nr_llm.mcp.protocol.content import ContentLimits, conform, masked, outcome_of
+from nr_llm.mcp.protocol.content import ContentLimits, conform_outcome, masked_outcome, outcome_of
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 WAV = base64.b64encode(b"RIFF\x24\x00\x00\x00WAVEfmt ").decode()
@@ -204,7 +204,7 @@ def test_validation_never_masks_an_is_error_answer() -> None:
 
 def test_without_a_declared_schema_structured_content_is_not_kept() -> None:
     """``conform`` with no schema: nothing was promised, so nothing is ``structured``."""
-    outcome = conform(outcome_of({"content": [], "structuredContent": {"a": 1}}, "demo"), {})
+    outcome = conform_outcome(outcome_of({"content": [], "structuredContent": {"a": 1}}, "demo"), {})
     assert outcome.structured is None and outcome.text == '{"a": 1}'
 
 
@@ -234,7 +234,7 @@ def test_masked_reaches_every_text_but_not_base64() -> None:
         "content": [{"type": "text", "text": "token s3cret"}, _image()],
         "structuredContent": {"echo": ["s3cret"]},
     }
-    outcome = masked(outcome_of(result, "demo"), lambda text: text.replace("s3cret", "[credential]"))
+    outcome = masked_outcome(outcome_of(result, "demo"), lambda text: text.replace("s3cret", "[credential]"))
     assert "s3cret" not in repr(outcome)
     assert outcome.content[1]["data"] == PNG and outcome.structured == {"echo": ["[credential]"]}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 
 from ..scripted import URL, ScriptedServer
 
@@ -32,7 +32,7 @@ def test_initialize_offers_the_newest_revision_with_client_info_and_no_capabilit
     """initialize carries protocolVersion 2025-11-25, clientInfo name and version, and empty capabilities."""
     server = ScriptedServer(clock)
     server.install(mock)
-    McpClient(allow_private_networks=True, clock=clock).ping(_endpoint())
+    McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).ping(_endpoint())
     params = server.seen[0].body["params"]
     assert params["protocolVersion"] == "2025-11-25"
     assert params["capabilities"] == {}
@@ -43,7 +43,9 @@ def test_the_revision_the_server_chose_is_sent_on_every_later_request(mock, cloc
     """A server choosing 2025-06-18 gets MCP-Protocol-Version: 2025-06-18 after initialize, not on it."""
     server = ScriptedServer(clock, protocol_version="2025-06-18")
     server.install(mock)
-    McpClient(allow_private_networks=True, clock=clock).call_tool(_endpoint(), "echo")
+    McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+        _endpoint(), "echo"
+    )
     versions = [seen.headers.get("MCP-Protocol-Version") for seen in server.seen]
     assert versions == [None, "2025-06-18", "2025-06-18", "2025-06-18"]
 
@@ -52,7 +54,9 @@ def test_an_issued_session_id_is_carried_and_ended_with_delete(mock, clock) -> N
     """Mcp-Session-Id is absent on initialize, carried on every later leg, and the session is DELETEd."""
     server = ScriptedServer(clock, session_id="abc-123")
     server.install(mock)
-    McpClient(allow_private_networks=True, clock=clock).call_tool(_endpoint(), "echo")
+    McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+        _endpoint(), "echo"
+    )
     assert server.methods == ["initialize", "notifications/initialized", "tools/call", "DELETE"]
     assert [seen.headers.get("Mcp-Session-Id") for seen in server.seen] == [
         None,
@@ -66,7 +70,9 @@ def test_without_a_session_no_session_header_and_no_delete(mock, clock) -> None:
     """A stateless server gets no Mcp-Session-Id and no DELETE: exactly three POSTs."""
     server = ScriptedServer(clock, session_id=None)
     server.install(mock)
-    McpClient(allow_private_networks=True, clock=clock).call_tool(_endpoint(), "echo")
+    McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+        _endpoint(), "echo"
+    )
     assert [seen.http_method for seen in server.seen] == ["POST", "POST", "POST"]
     assert all("Mcp-Session-Id" not in seen.headers for seen in server.seen)
 
@@ -75,7 +81,9 @@ def test_every_post_accepts_json_and_event_streams(mock, clock) -> None:
     """Accept names both answer forms and Content-Type is JSON on every POST."""
     server = ScriptedServer(clock)
     server.install(mock)
-    McpClient(allow_private_networks=True, clock=clock).call_tool(_endpoint(), "echo")
+    McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+        _endpoint(), "echo"
+    )
     for seen in server.seen[:3]:
         assert seen.headers["Accept"] == "application/json, text/event-stream"
         assert seen.headers["Content-Type"] == "application/json"
@@ -85,7 +93,9 @@ def test_ping_is_the_handshake_only(mock, clock) -> None:
     """ping sends initialize, the confirmation and the DELETE; no tools/list, no GET stream."""
     server = ScriptedServer(clock)
     server.install(mock)
-    report = McpClient(allow_private_networks=True, clock=clock).ping(_endpoint())
+    report = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).ping(
+        _endpoint()
+    )
     assert server.methods == ["initialize", "notifications/initialized", "DELETE"]
     assert (report.reachable, report.protocol_version, report.server_name) == (True, "2025-11-25", "scripted")
     assert (report.error_kind, report.failure) == ("", None)
@@ -97,7 +107,9 @@ def test_a_delete_refused_with_405_or_failing_leaves_the_answer_standing(mock, c
         server = ScriptedServer(clock, overrides={"DELETE": (status, {}, "")})
         mock.reset()
         server.install(mock)
-        outcome = McpClient(allow_private_networks=True, clock=clock).call_tool(_endpoint(), "echo")
+        outcome = McpClient(
+            connection=ConnectionSettings(allow_private_networks=True), clock=clock
+        ).call_tool(_endpoint(), "echo")
         assert outcome.text == "ok"
         assert server.methods[-1] == "DELETE"
 
@@ -106,7 +118,9 @@ def test_empty_arguments_are_sent_as_an_object(mock, clock) -> None:
     """call_tool without arguments sends arguments: {} (never null or missing)."""
     server = ScriptedServer(clock)
     server.install(mock)
-    McpClient(allow_private_networks=True, clock=clock).call_tool(_endpoint(), "echo")
+    McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+        _endpoint(), "echo"
+    )
     assert server.seen[2].body["params"] == {"name": "echo", "arguments": {}}
 
 
@@ -114,7 +128,9 @@ def test_a_forgotten_session_is_reopened_once_within_the_same_budget(mock, clock
     """A 404 for our session starts one new session and repeats the request, all on the one budget."""
     server = ScriptedServer(clock, seconds={"tools/call": 2}, forget_sessions=1)
     server.install(mock)
-    outcome = McpClient(allow_private_networks=True, clock=clock).call_tool(_endpoint(), "echo")
+    outcome = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+        _endpoint(), "echo"
+    )
     assert outcome.text == "ok"
     handshake = ["initialize", "notifications/initialized"]
     assert server.methods == [*handshake, "tools/call", *handshake, "tools/call", "DELETE"]
@@ -130,7 +146,9 @@ def test_a_session_forgotten_twice_is_session_expired(mock, clock) -> None:
     server = ScriptedServer(clock, forget_sessions=99)
     server.install(mock)
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).call_tool(_endpoint(), "echo")
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+            _endpoint(), "echo"
+        )
     assert caught.value.kind == "session_expired" and "'demo'" in str(caught.value)
     assert server.methods.count("initialize") == 2 and server.methods.count("tools/call") == 2
 
@@ -140,7 +158,9 @@ def test_health_records_one_contact_with_the_latency_of_the_completing_leg(mock,
     health = HealthLog()
     server = ScriptedServer(clock, seconds={"initialize": 1, "tools/call": 2.5})
     server.install(mock)
-    McpClient(allow_private_networks=True, clock=clock, health=health).call_tool(_endpoint(), "echo")
+    McpClient(
+        connection=ConnectionSettings(allow_private_networks=True), clock=clock, health=health
+    ).call_tool(_endpoint(), "echo")
     assert health.contacts == [("demo", 2500)]
 
 
@@ -155,7 +175,7 @@ def test_a_walk_and_a_ping_record_the_latency_of_their_last_leg(mock, clock) -> 
     seconds = {"initialize": 1, "notifications/initialized": 0.25, "tools/list": 3}
     server = ScriptedServer(clock, seconds=seconds, pages=pages)
     server.install(mock)
-    client = McpClient(allow_private_networks=True, clock=clock, health=health)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock, health=health)
     client.list_tools(_endpoint())
     client.ping(_endpoint())
     assert health.contacts == [("demo", 3000), ("demo", 250)]
@@ -167,8 +187,14 @@ def test_a_failed_operation_records_nothing(mock, clock) -> None:
     server = ScriptedServer(clock, overrides={"tools/call": (500, {}, "")})
     server.install(mock)
     with pytest.raises(McpTransportError):
-        McpClient(allow_private_networks=True, clock=clock, health=health).call_tool(_endpoint(), "echo")
-    assert McpClient(allow_private_networks=True, clock=clock, health=health).ping(_endpoint()).reachable
+        McpClient(
+            connection=ConnectionSettings(allow_private_networks=True), clock=clock, health=health
+        ).call_tool(_endpoint(), "echo")
+    assert (
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock, health=health)
+        .ping(_endpoint())
+        .reachable
+    )
     assert len(health.contacts) == 1  # only the ping
 
 
@@ -177,9 +203,11 @@ def test_a_failing_health_sink_does_not_fail_the_call(mock, clock, caplog) -> No
     server = ScriptedServer(clock)
     server.install(mock)
     with caplog.at_level(logging.WARNING, logger="nr_llm.mcp"):
-        outcome = McpClient(allow_private_networks=True, clock=clock, health=HealthLog(fail=True)).call_tool(
-            _endpoint(), "echo"
-        )
+        outcome = McpClient(
+            connection=ConnectionSettings(allow_private_networks=True),
+            clock=clock,
+            health=HealthLog(fail=True),
+        ).call_tool(_endpoint(), "echo")
     assert outcome.text == "ok"
     assert caplog.record_tuples == [
         ("nr_llm.mcp", logging.WARNING, "could not record contact with MCP server demo")
@@ -190,7 +218,9 @@ def test_ping_never_raises_for_a_transport_failure(mock, clock) -> None:
     """A 500 on initialize is a report with reachable=False and the message, not an exception."""
     server = ScriptedServer(clock, overrides={"initialize": (500, {}, "")})
     server.install(mock)
-    report = McpClient(allow_private_networks=True, clock=clock).ping(_endpoint())
+    report = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).ping(
+        _endpoint()
+    )
     assert report.reachable is False and "HTTP 500" in report.error and "'demo'" in report.error
     assert report.latency_ms is None
 
@@ -200,7 +230,7 @@ def test_a_failed_ping_keeps_the_error_and_its_kind_out_of_repr_and_equality(moc
     == are the report's values only, so two reports of one failure still compare equal."""
     server = ScriptedServer(clock, overrides={"initialize": (500, {}, "")})
     server.install(mock)
-    client = McpClient(allow_private_networks=True, clock=clock)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
     report = client.ping(_endpoint())
     assert report.error_kind == "status"
     assert report.failure is not None and report.failure.http_status == 500
@@ -222,6 +252,8 @@ def test_ping_cleans_and_clips_the_servers_name_and_version(mock, clock) -> None
     mock.reset()
     mock.add_callback("POST", URL, callback=hostile)
     mock.add_callback("DELETE", URL, callback=original)
-    report = McpClient(allow_private_networks=True, clock=clock).ping(_endpoint())
+    report = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).ping(
+        _endpoint()
+    )
     assert report.server_name.startswith("evil[2J n")
     assert len(report.server_name) == 100 and "\x1b" not in report.server_name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 
 from ..scripted import URL, ScriptedServer
 
@@ -14,7 +14,9 @@ SECRET = "s3cr3t-token-value"
 def _call(mock, clock, endpoint: Endpoint) -> ScriptedServer:
     server = ScriptedServer(clock)
     server.install(mock)
-    McpClient(allow_private_networks=True, clock=clock).call_tool(endpoint, "echo")
+    McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+        endpoint, "echo"
+    )
     return server
 
 
@@ -51,11 +53,18 @@ def test_an_unresolvable_credential_fails_closed_before_anything_is_sent(mock, c
         credential_problem="environment variable MCP_KEY is not set",
     )
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).call_tool(endpoint, "echo")
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+            endpoint, "echo"
+        )
     assert caught.value.kind == "missing_credential"
     assert "MCP_KEY is not set" in str(caught.value) and "'d'" in str(caught.value)
     assert server.seen == []
-    assert McpClient(allow_private_networks=True, clock=clock).ping(endpoint).reachable is False
+    assert (
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
+        .ping(endpoint)
+        .reachable
+        is False
+    )
 
 
 @pytest.mark.parametrize(
@@ -71,7 +80,7 @@ def test_a_credential_that_is_no_valid_header_value_fails_closed_without_quoting
     server = ScriptedServer(clock)
     server.install(mock)
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).call_tool(
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
             Endpoint(identifier="d", url=URL, credential=credential, auth_placement="bearer"), "echo"
         )
     assert caught.value.kind == "missing_credential"
@@ -83,7 +92,7 @@ def test_a_header_placement_without_a_valid_header_name_fails_closed(mock, clock
     """auth_placement header with an empty or invalid name is missing_credential, nothing sent."""
     for name in ("", "Bad Header", "X:Y", "X-Api-Key\n"):
         with pytest.raises(McpTransportError) as caught:
-            McpClient(allow_private_networks=True, clock=clock).call_tool(
+            McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
                 Endpoint(
                     identifier="d", url=URL, credential=SECRET, auth_placement="header", auth_header_name=name
                 ),
@@ -99,7 +108,9 @@ def test_the_credential_never_appears_in_reprs_or_errors(mock, clock) -> None:
     server = ScriptedServer(clock, overrides={"tools/call": (401, {}, "")})
     server.install(mock)
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).call_tool(endpoint, "echo")
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+            endpoint, "echo"
+        )
     assert SECRET not in str(caught.value) and SECRET not in repr(caught.value)
 
 
@@ -112,7 +123,9 @@ def test_netrc_and_environment_proxies_are_ignored(mock, clock, monkeypatch, tmp
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
     server = ScriptedServer(clock)
     server.install(mock)
-    McpClient(allow_private_networks=True, clock=clock).call_tool(Endpoint(identifier="d", url=URL), "echo")
+    McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
+        Endpoint(identifier="d", url=URL), "echo"
+    )
     assert all("Authorization" not in seen.headers for seen in server.seen)
     assert all(not call.request.req_kwargs.get("proxies") for call in mock.calls)
 

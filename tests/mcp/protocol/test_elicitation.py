@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.elicitation import (
     ElicitationAnswer,
     ElicitationRequest,
@@ -50,7 +50,7 @@ def _log(endpoint: Endpoint) -> list[dict[str, Any]]:
 
 
 def _client() -> McpClient:
-    return McpClient(allow_private_networks=True)
+    return McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
 
 @pytest.mark.e2e

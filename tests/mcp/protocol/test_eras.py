@@ -14,7 +14,7 @@ import pytest
 import requests
 import responses
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.eras import EraCache, cache_key
 
 from ..scripted import URL, FakeClock, ScriptedServer, Seen
@@ -61,7 +61,9 @@ def _modern(clock: FakeClock, **kwargs: Any) -> ScriptedServer:
 
 
 def _client(clock: FakeClock, seconds: float = 600) -> McpClient:
-    return McpClient(allow_private_networks=True, clock=clock, era_cache_seconds=seconds)
+    return McpClient(
+        connection=ConnectionSettings(allow_private_networks=True), clock=clock, era_cache_seconds=seconds
+    )
 
 
 def _endpoint(budget: float = 20) -> Endpoint:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol import templates
 from tests.peers import running
 from tests.tls import TestAuthority, tls_client
@@ -48,7 +48,7 @@ def everything() -> Iterator[Endpoint]:
 
 
 def _client() -> McpClient:
-    return McpClient(allow_private_networks=True)
+    return McpClient(connection=ConnectionSettings(allow_private_networks=True))
 
 
 def test_the_sdk_server_lists_resources_templates_and_prompts_in_each_era(sdk: tuple[str, Endpoint]) -> None:
@@ -83,7 +83,7 @@ def test_every_listed_resource_is_read_and_the_big_one_refused_by_the_cap(sdk: t
 
 def test_a_template_is_expanded_and_read(sdk: tuple[str, Endpoint]) -> None:
     _, endpoint = sdk
-    uri = templates.expand("notes://{topic}/page", {"topic": "rust"})
+    uri = templates.expand_template("notes://{topic}/page", {"topic": "rust"})
     assert _client().read_resource(endpoint, uri).text == "[resource notes://rust/page]\nnote about rust"
 
 
@@ -163,8 +163,8 @@ def test_server_everything_every_resource_and_template_is_read(everything: Endpo
         outcome = client.read_resource(everything, resource["uri"])
         assert outcome.content and outcome.content[0]["resource"]["uri"] == resource["uri"], resource
     for template in features.templates:
-        uri = templates.expand(template["uriTemplate"], {"resourceId": "1"})
-        assert templates.matches(template["uriTemplate"], uri)
+        uri = templates.expand_template(template["uriTemplate"], {"resourceId": "1"})
+        assert templates.template_matches(template["uriTemplate"], uri)
         outcome = client.read_resource(everything, uri)
         inner = outcome.content[0]["resource"]
         assert inner["uri"] == uri and ("text" in inner or "blob" in inner)

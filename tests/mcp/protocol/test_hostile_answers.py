@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.wire.eventstream import EventStreamDecoder
 
 from ..scripted import URL, ScriptedServer
@@ -20,7 +20,7 @@ def _failure(mock, clock, method: str, answer: tuple[int, dict[str, str], str | 
     server = ScriptedServer(clock, overrides={method: answer})  # type: ignore[dict-item]
     server.install(mock)
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).call_tool(
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
             Endpoint(identifier="demo", url=URL, budget_seconds=5), "echo"
         )
     assert caught.value.server == "demo" and "'demo'" in str(caught.value)
@@ -128,7 +128,9 @@ def test_server_name_and_version_that_are_no_strings_are_rendered_clean(mock, cl
         },
     )
     server.install(mock)
-    report = McpClient(allow_private_networks=True, clock=clock).ping(Endpoint(identifier="demo", url=URL))
+    report = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).ping(
+        Endpoint(identifier="demo", url=URL)
+    )
     assert report.reachable and "\x1b" not in report.server_name
     assert report.server_name == "{'evil': '\\x1b[2J'}"  # escaped by repr: no longer a control
     assert len(report.server_version) == 100 and report.server_version.endswith("…")

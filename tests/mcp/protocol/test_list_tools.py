@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.client import MAX_PAGES
 
 from ..scripted import URL, ScriptedServer
@@ -17,7 +17,7 @@ def _walk(
 ) -> tuple[list[dict[str, Any]], ScriptedServer]:
     server = ScriptedServer(clock, pages=pages, session_id=None)
     server.install(mock)
-    tools = McpClient(allow_private_networks=True, clock=clock).list_tools(
+    tools = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).list_tools(
         Endpoint(identifier="demo", url=URL)
     )
     return tools, server
@@ -77,7 +77,9 @@ def test_more_than_fifty_pages_is_an_error(mock, clock) -> None:
     server = ScriptedServer(clock, pages=pages, session_id=None)
     server.install(mock)
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).list_tools(Endpoint(identifier="demo", url=URL))
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).list_tools(
+            Endpoint(identifier="demo", url=URL)
+        )
     assert caught.value.kind == "malformed" and "50 pages" in str(caught.value)
     assert server.methods.count("tools/list") == MAX_PAGES == 50
 
@@ -123,7 +125,7 @@ def test_progress_callback_cannot_stop_a_walk(mock, clock, caplog) -> None:
         heard.append((pages, tools))
         raise RuntimeError("progress display broke")
 
-    tools = McpClient(allow_private_networks=True, clock=clock).list_tools(
+    tools = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).list_tools(
         Endpoint(identifier="demo", url=URL), on_page=on_page
     )
     assert [tool["name"] for tool in tools] == ["a", "b"]

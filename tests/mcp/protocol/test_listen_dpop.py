@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from nr_llm.mcp import Endpoint, McpClient
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.oauth import ClientConfig, DpopKey, Grant, MemoryGrantStore, OAuthSettings
 from nr_llm.mcp.oauth.store import ClientRegistration
 from nr_llm.mcp.protocol.listen import Window, listen
@@ -77,7 +77,7 @@ def _window_with_a_change(base: str) -> tuple[Window, int]:
     announcer.start()
     try:
         window = listen(
-            McpClient(allow_private_networks=True),
+            McpClient(connection=ConnectionSettings(allow_private_networks=True)),
             _endpoint(f"{base}/mcp"),
             lambda: heard.append(1),
             window_seconds=4,

@@ -8,7 +8,7 @@ import sys
 import pytest
 import responses
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.resend import may_have_run
 from tests.peers import running
 from tests.tls import TestAuthority, tls_client
@@ -22,7 +22,7 @@ def _call(mock: responses.RequestsMock, clock: FakeClock, answer: tuple[int, dic
     server = ScriptedServer(clock, overrides={"tools/call": answer})
     server.install(mock)
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).call_tool(
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
             Endpoint(identifier="demo", url=URL), "echo"
         )
     assert server.methods.count("tools/call") == 1
@@ -73,7 +73,7 @@ def test_a_call_whose_handshake_failed_was_never_sent(mock, clock) -> None:
     server = ScriptedServer(clock, overrides={"initialize": (502, {}, "")})
     server.install(mock)
     with pytest.raises(McpTransportError) as caught:
-        McpClient(allow_private_networks=True, clock=clock).call_tool(
+        McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
             Endpoint(identifier="demo", url=URL), "echo"
         )
     assert caught.value.kind == "status" and not may_have_run(caught.value)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.eras import EraCache, cache_key, lifetime_seconds
 from nr_llm.mcp.protocol.param_headers import encode_value, param_headers
 
@@ -87,7 +87,7 @@ def test_annotated_arguments_become_headers_and_null_is_omitted() -> None:
 )
 def test_an_invalid_annotation_refuses_the_tool_before_anything_is_sent(mock, clock, bad) -> None:
     """invalid_tool, naming the tool; not one request reaches the server (not even a probe)."""
-    client = McpClient(allow_private_networks=True, clock=clock)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
     schema = {"type": "object", "properties": bad}
     with pytest.raises(McpTransportError) as caught:
         client.call_tool(Endpoint(identifier="demo", url=URL), "lookup", {"v": "x"}, input_schema=schema)
@@ -107,7 +107,7 @@ def test_param_headers_reach_the_modern_call(mock, clock, era_cache) -> None:
     """The call carries Mcp-Param-* for its annotated arguments; the probe carries none."""
     server = _modern_server(clock, era_cache)
     server.install(mock)
-    client = McpClient(allow_private_networks=True, clock=clock)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
     client.call_tool(
         Endpoint(identifier="demo", url=URL), "t", {"region": "Hello, 世界"}, input_schema=SCHEMA
     )
@@ -120,7 +120,7 @@ def test_the_handshake_era_sends_no_param_headers(mock, clock) -> None:
     """Headers are the 2026 era's: a handshake-era call sends the arguments in the body only."""
     server = ScriptedServer(clock, session_id=None)
     server.install(mock)
-    client = McpClient(allow_private_networks=True, clock=clock)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
     client.call_tool(Endpoint(identifier="demo", url=URL), "t", {"region": "eu"}, input_schema=SCHEMA)
     assert server.methods == ["initialize", "notifications/initialized", "tools/call"]
     assert not any(name.startswith("Mcp-Param-") for seen in server.seen for name in seen.headers)
@@ -138,7 +138,7 @@ def test_input_required_without_a_responder_is_a_typed_failure(mock, clock, era_
     server = _modern_server(clock, era_cache)
     server.call_result = INPUT_REQUIRED
     server.install(mock)
-    client = McpClient(allow_private_networks=True, clock=clock)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
     with pytest.raises(McpTransportError) as caught:
         client.call_tool(Endpoint(identifier="demo", url=URL), "t")
     assert caught.value.kind == "input_required"
@@ -176,7 +176,7 @@ def test_a_responder_answers_and_the_request_is_repeated(mock, clock, era_cache)
     server._answer = answer  # type: ignore[method-assign]
     server.install(mock)
     responder = Confirming()
-    client = McpClient(allow_private_networks=True, clock=clock)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
     outcome = client.call_tool(Endpoint(identifier="demo", url=URL), "t", {"x": 1}, responder=responder)
     assert outcome.text == "done"
     first, retry = server.seen[1], server.seen[2]
@@ -195,7 +195,7 @@ def test_a_result_without_result_type_is_complete(mock, clock, era_cache) -> Non
     """No resultType means complete (the default): the outcome, no retry."""
     server = _modern_server(clock, era_cache)
     server.install(mock)
-    client = McpClient(allow_private_networks=True, clock=clock)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
     assert client.call_tool(Endpoint(identifier="demo", url=URL), "t").text == "ok"
     assert server.methods == ["server/discover", "tools/call"]
 
@@ -242,7 +242,7 @@ def test_a_json_rpc_error_in_a_4xx_reaches_the_caller(mock, clock, era_cache) ->
     body = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "argument 'x' is required"}}
     server.overrides["tools/call"] = (400, {"Content-Type": "application/json"}, json.dumps(body))
     server.install(mock)
-    client = McpClient(allow_private_networks=True, clock=clock)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
     with pytest.raises(McpTransportError) as caught:
         client.call_tool(Endpoint(identifier="demo", url=URL), "t")
     error = caught.value
@@ -255,7 +255,7 @@ def test_a_4xx_body_over_the_cap_is_not_read_past_it(mock, clock, era_cache) -> 
     """A 4xx with an endless JSON body stops at 2 MiB (too_large), like any other answer."""
     era_cache.clear()
     mock.post(URL, status=400, body=b"{" + b" " * (3 * 1024 * 1024), content_type="application/json")
-    client = McpClient(allow_private_networks=True, clock=clock)
+    client = McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock)
     with pytest.raises(McpTransportError) as caught:
         client.call_tool(Endpoint(identifier="demo", url=URL), "t")
     assert caught.value.kind == "too_large"
@@ -275,7 +275,7 @@ def test_a_param_header_never_replaces_the_credential(mock, clock, era_cache) ->
         auth_header_name="Mcp-Param-Key",
     )
     schema = {"type": "object", "properties": {"key": {"type": "string", "x-mcp-header": "Key"}}}
-    McpClient(allow_private_networks=True, clock=clock).call_tool(
+    McpClient(connection=ConnectionSettings(allow_private_networks=True), clock=clock).call_tool(
         endpoint, "t", {"key": "forged"}, input_schema=schema
     )
     assert server.seen[-1].headers["Mcp-Param-Key"] == "s3cret"

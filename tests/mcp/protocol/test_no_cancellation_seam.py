@@ -52,17 +52,14 @@ def test_the_public_signatures_are_exactly_the_documented_ones() -> None:
     assert signatures == {
         "__init__": [
             "self",
-            "allow_private_networks",
+            # Private networks, trust, idle connections and name resolution, as one value.
+            "connection",
             "clock",
             "health",
             "session_factory",
             "era_cache",
             "era_cache_seconds",
             "wall",  # epoch seconds for OAuth token expiry (absolute, so it survives a restart)
-            "resolver",  # host name to addresses (the system's by default; tests map names)
-            "ca_bundle",  # the authorities to trust instead of certifi's
-            "keepalive_seconds",  # how long a connection idles in the pool before reuse (0: off)
-            "connection",  # the four above as one ConnectionSettings value (not both)
             "result_limits",  # the caps on a tool's answer, per block and in all (content.py)
             "tools_cache",  # tools/list answers shared between processes (shared_cache.py)
             "sleep",  # the wait between a task's polls (tasks.py); tests pass a fake clock's

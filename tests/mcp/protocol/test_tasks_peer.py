@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from nr_llm.mcp import ElicitationAnswer, Elicitor, Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, ElicitationAnswer, Elicitor, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol.tasks import MAX_POLL_MS, TaskError, TaskOptions, TaskState
 from tests.mcp.scripted import FakeClock
 from tests.peers import running
@@ -48,9 +48,11 @@ class Sleeper:
 
 def _client(clock: FakeClock | None = None) -> tuple[McpClient, Sleeper | None]:
     if clock is None:
-        return McpClient(allow_private_networks=True), None
+        return McpClient(connection=ConnectionSettings(allow_private_networks=True)), None
     sleeper = Sleeper(clock)
-    return McpClient(allow_private_networks=True, clock=clock, sleep=sleeper), sleeper
+    return McpClient(
+        connection=ConnectionSettings(allow_private_networks=True), clock=clock, sleep=sleeper
+    ), sleeper
 
 
 def _endpoint(base: str, era: str, scenario: str, tag: str, budget: float = 20) -> Endpoint:

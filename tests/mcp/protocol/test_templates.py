@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nr_llm.mcp.protocol.templates import TemplateError, expand, matches
+from nr_llm.mcp.protocol.templates import TemplateError, expand_template, template_matches
 
 
 @pytest.mark.parametrize(
@@ -18,7 +18,7 @@ from nr_llm.mcp.protocol.templates import TemplateError, expand, matches
     ],
 )
 def test_a_uri_the_template_describes_matches(template: str, uri: str) -> None:
-    assert matches(template, uri)
+    assert template_matches(template, uri)
 
 
 @pytest.mark.parametrize(
@@ -36,12 +36,12 @@ def test_a_uri_the_template_describes_matches(template: str, uri: str) -> None:
     ],
 )
 def test_a_uri_that_escapes_the_template_does_not_match(template: str, uri: str) -> None:
-    assert not matches(template, uri)
+    assert not template_matches(template, uri)
 
 
 def test_expansion_percent_encodes_what_would_leave_the_segment() -> None:
-    assert expand("notes://{topic}/page", {"topic": "a/b?c"}) == "notes://a%2Fb%3Fc/page"
+    assert expand_template("notes://{topic}/page", {"topic": "a/b?c"}) == "notes://a%2Fb%3Fc/page"
     with pytest.raises(TemplateError, match="climbs out"):
-        expand("file:///srv/{+path}", {"path": "../etc/passwd"})
+        expand_template("file:///srv/{+path}", {"path": "../etc/passwd"})
     with pytest.raises(TemplateError, match="no value for 'topic'"):
-        expand("notes://{topic}/page", {})
+        expand_template("notes://{topic}/page", {})

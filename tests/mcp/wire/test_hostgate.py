@@ -8,7 +8,7 @@ import socket
 import pytest
 import responses
 
-from nr_llm.mcp import Endpoint, McpClient, McpTransportError
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient, McpTransportError
 from nr_llm.mcp.protocol import client as client_module
 from nr_llm.mcp.wire.hostgate import forbidden, refuse_private, resolve
 
@@ -122,7 +122,11 @@ def test_allow_private_networks_skips_the_gate() -> None:
     from tests.peers import sdk_server
 
     with sdk_server("--stateless") as url:
-        assert McpClient(allow_private_networks=True).ping(Endpoint(identifier="local", url=url)).reachable
+        assert (
+            McpClient(connection=ConnectionSettings(allow_private_networks=True))
+            .ping(Endpoint(identifier="local", url=url))
+            .reachable
+        )
 
 
 def test_a_hanging_resolver_is_bounded_by_the_budget(monkeypatch) -> None:
@@ -167,7 +171,7 @@ def test_a_host_name_is_resolved_once_and_its_vetted_address_is_dialled(monkeypa
 
     with running([sys.executable, "-m", "tests.peers.adversarial"]) as port:
         monkeypatch.setattr(socket, "getaddrinfo", pinned_name)
-        client = McpClient(allow_private_networks=True)
+        client = McpClient(connection=ConnectionSettings(allow_private_networks=True))
         outcome = client.call_tool(
             Endpoint(identifier="named", url=f"http://mcp.example.com:{port}/fine/0/mcp"), "x"
         )
@@ -244,7 +248,7 @@ def test_the_host_lookup_waits_exactly_what_is_left_of_the_budget() -> None:
         released.wait(30)
         return []
 
-    client = McpClient(resolver=hang)
+    client = McpClient(connection=ConnectionSettings(resolver=hang))
     started = time.monotonic()
     try:
         report = client.ping(Endpoint(identifier="slow", url="https://mcp.test/mcp", budget_seconds=1.2))
@@ -265,8 +269,9 @@ def test_an_injected_resolver_without_a_usable_answer_is_unreachable(answer: lis
 
 
 def test_the_client_hands_its_resolver_to_the_host_gate() -> None:
-    """McpClient(resolver=...) is what the gate asks: a name mapped to a private address is refused."""
-    report = McpClient(resolver=lambda host, port: ["10.0.0.5"]).ping(
+    """ConnectionSettings(resolver=...) is what the gate asks: a name mapped to a private address
+    is refused."""
+    report = McpClient(connection=ConnectionSettings(resolver=lambda host, port: ["10.0.0.5"])).ping(
         Endpoint(identifier="mapped", url="https://mcp.test/mcp")
     )
     assert report.failure is not None and report.failure.kind == "refused_host"

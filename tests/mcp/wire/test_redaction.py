@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from nr_llm.mcp import Endpoint, McpClient
+from nr_llm.mcp import ConnectionSettings, Endpoint, McpClient
 from nr_llm.mcp.wire.redaction import masked_url
 from tests.peers import running
 
@@ -49,7 +49,9 @@ def test_urllib3s_debug_line_of_a_leg_shows_no_query_value(caplog: pytest.LogCap
     caplog.set_level(logging.DEBUG, logger="urllib3")
     with running([sys.executable, "-m", "tests.peers.adversarial"]) as port:
         url = f"http://127.0.0.1:{port}/fine/0/mcp?api_key={SECRET}&tenant=a"
-        report = McpClient(allow_private_networks=True).ping(Endpoint(identifier="query", url=url))
+        report = McpClient(connection=ConnectionSettings(allow_private_networks=True)).ping(
+            Endpoint(identifier="query", url=url)
+        )
     assert report.reachable, report
     lines = [record.getMessage() for record in caplog.records if record.name.startswith("urllib3")]
     assert any(

@@ -47,7 +47,7 @@ def test_only_the_leg_machine_imports_requests_or_urllib3_at_run_time() -> None:
 def test_a_ca_bundle_that_is_not_a_file_is_a_tls_error_before_anything_is_sent(mock, tmp_path) -> None:
     """ca_bundle naming no file: kind tls, the server named, the path not quoted, nothing sent."""
     missing = tmp_path / "secret-path" / "ca.pem"
-    report = McpClient(ca_bundle=str(missing)).ping(
+    report = McpClient(connection=ConnectionSettings(ca_bundle=str(missing))).ping(
         Endpoint(identifier="trust", url="https://93.184.216.34/mcp")
     )
     assert len(mock.calls) == 0
@@ -75,18 +75,10 @@ def test_the_oauth_legs_use_the_same_trust(mock, tmp_path) -> None:
     assert len(mock.calls) == 0
 
 
-def test_a_ca_bundle_given_as_a_path_is_used_as_a_path(tmp_path) -> None:
-    """McpClient(ca_bundle=Path(...)) keeps the file's name (requests would read a Path as
-    'verify: yes' and trust certifi instead)."""
-    bundle = tmp_path / "ca.pem"
-    assert McpClient(ca_bundle=bundle).connection.ca_bundle == str(bundle)
-
-
-def test_a_client_takes_its_connection_whole_or_in_parts_never_both() -> None:
-    """McpClient(connection=...) keeps the value it is given; the four keywords build the same
-    value; given both, the client refuses rather than silently dropping one of them."""
+def test_a_client_takes_its_connection_whole() -> None:
+    """McpClient(connection=...) keeps the value it is given; without one, the defaults: public
+    addresses only, certifi's authorities."""
     whole = ConnectionSettings(allow_private_networks=True, keepalive_seconds=0)
     assert McpClient(connection=whole).connection is whole
-    assert McpClient(allow_private_networks=True, keepalive_seconds=0).connection == whole
-    with pytest.raises(TypeError):
-        McpClient(connection=whole, ca_bundle="/etc/ca.pem")
+    assert McpClient().connection == ConnectionSettings()
+    assert (ConnectionSettings().allow_private_networks, ConnectionSettings().ca_bundle) == (False, None)
