@@ -12,6 +12,8 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags
 from django.core.checks import register as register_check
 from django.db import DatabaseError, NotSupportedError, connections, router
+from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.recorder import MigrationRecorder
 from django.utils.module_loading import import_string
 
 from .conf import DEFAULT_REQUEST_EVENTS, parse_lifetime, parse_retention_days, parse_timeout
@@ -464,6 +466,45 @@ def check_database_features(databases: Any = None, **kwargs: Any) -> list[CheckM
     return errors
 
 
+def check_migrated_part_way(databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """A database some but not all of a squash's replaced migrations were applied to. Django
+    cannot use the squash there, drops it from the plan and ``migrate`` would then succeed
+    without touching nr_llm's tables: refuse it here, before ``migrate``, saying what to do.
+    It reads ``django_migrations``, so it runs with ``check --database`` as the others do."""
+    if not databases:
+        return []
+    squashes = [
+        migration
+        for (app_label, _), migration in MigrationLoader(
+            None, ignore_no_migrations=True
+        ).disk_migrations.items()
+        if app_label == "nr_llm" and migration.replaces
+    ]
+    errors: list[CheckMessage] = []
+    for alias in sorted(alias for alias in databases if alias in connections):
+        try:
+            recorded = MigrationRecorder(connections[alias]).applied_migrations()
+        except DatabaseError:
+            continue  # cannot connect: Django's and E061 say so
+        for squash in squashes:
+            applied = [name for app_label, name in squash.replaces if (app_label, name) in recorded]
+            if not applied or len(applied) == len(squash.replaces):
+                continue
+            last = squash.replaces[-1][1]
+            errors.append(
+                Error(
+                    f"The database {alias!r} was migrated part-way by nr_llm's pre-release migrations "
+                    f"(last: {applied[-1]}); {squash.name} replaces them and cannot continue from there, "
+                    "so `migrate` would leave nr_llm's tables as they are.",
+                    hint=f"Migrate it to {last} with nr_llm's code from before the squash, then upgrade; "
+                    "or drop its nr_llm_* tables, delete its nr_llm rows from django_migrations and run "
+                    "`manage.py migrate nr_llm`.",
+                    id="nr_llm.E072",
+                )
+            )
+    return errors
+
+
 def _session_utc_offset(db: Any) -> int:
     """Seconds between the session's NOW() and UTC. Django stores UTC on MySQL/MariaDB but never
     sets the session's time zone, and there ``Now()`` is the session's local time."""
@@ -479,6 +520,7 @@ def register() -> None:
     # runs a tag's checks against every database).
     register_check(check_database_features, Tags.database)
     register_check(check_enterprise_servers_have_a_hook, Tags.database)
+    register_check(check_migrated_part_way, Tags.database)
     for check in (
         check_operation_timeout,
         check_allow_private_networks,

@@ -1,6 +1,6 @@
-"""What a grant and a pre-registered client are pinned to, on the Django side: the issuer field and
-its migration, a URL edit setting the grant aside, Connect following the server's challenge, and
-Disconnect revoking only at the pinned issuer. Scripted parties on 127.0.0.1 count what they get."""
+"""What a grant and a pre-registered client are pinned to, on the Django side: the issuer field, a
+URL edit setting the grant aside, Connect following the server's challenge, and Disconnect
+revoking only at the pinned issuer. Scripted parties on 127.0.0.1 count what they get."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.test import override_settings
 from django.urls import reverse
 
@@ -182,46 +180,3 @@ def test_disconnect_revokes_only_at_the_pinned_issuer() -> None:
     assert not done.revoked and "names another issuer" in done.note
     assert capture.requests() == []
     assert DatabaseGrantStore().load("pinned") is None
-
-
-def test_the_migration_keeps_existing_rows_working_where_it_can() -> None:
-    """0004 on rows from before it: a pre-registered server with a grant gets the issuer it was
-    authorized by; one without stays empty (the admin asks for it); a grant whose resource covers
-    the URL is bound to it, one whose URL was edited away stays unbound (set aside)."""
-    executor = MigrationExecutor(connection)
-    # Just before 0004.
-    parents = executor.loader.graph.node_map[("nr_llm", "0004_oauth_pinned_issuer")].parents
-    [before] = [parent for parent in parents if parent.key[0] == "nr_llm"]
-    executor.migrate([before.key])
-    apps = executor.loader.project_state([before.key]).apps
-    Server = apps.get_model("nr_llm", "McpServer")
-    Record = apps.get_model("nr_llm", "OAuthGrantRecord")
-    for identifier, url, resource in (
-        ("kept", "https://mcp.example/mcp", "https://mcp.example/mcp"),
-        ("moved", "https://elsewhere.example/mcp", "https://mcp.example/mcp"),
-    ):
-        server = Server.objects.create(
-            identifier=identifier,
-            name=identifier,
-            url=url,
-            auth_placement="oauth",
-            oauth_registration="preregistered",
-        )
-        Record.objects.create(
-            server=server, access_token_ciphertext="x", issuer="https://as.example", resource=resource
-        )
-    Server.objects.create(
-        identifier="bare", name="bare", url="https://b.example/mcp", oauth_registration="preregistered"
-    )
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(executor.loader.graph.leaf_nodes())
-    issuers = dict(McpServer.objects.values_list("identifier", "oauth_issuer"))
-    assert issuers == {"kept": "https://as.example", "moved": "https://as.example", "bare": ""}
-    bound = dict(OAuthGrantRecord.objects.values_list("server__identifier", "mcp_url"))
-    assert bound == {"kept": "https://mcp.example/mcp", "moved": ""}
-    moved = McpServer.objects.get(identifier="moved")
-    assert (
-        columns.state(moved, stored_record(moved), datetime.now(UTC)).text
-        == "needs reconnect: the URL changed"
-    )

@@ -1,21 +1,18 @@
-"""Upgrading past migration 0007: a tool pinned under the first schema rule goes to review.
+"""A tool pinned under the first schema rule goes to review on its next import.
 
-Rows are written at 0006 as an import before the upgrade wrote them (the first rule kept only
-type, description, properties, required, additionalProperties and the combinators), the schema
-migrates forward, and the real corpus server is imported again. No release stored such a pin, so
-nothing translates it: it compares as changed, and the operator reads the change before the
-tool is offered again, never silently kept enabled.
+Rows are written as the pre-release migration 0007 left an import's rows from before it (the first
+rule kept only type, description, properties, required, additionalProperties and the combinators;
+pinned_raw False, no raw definition), and the real corpus server is imported again. Nothing
+translates such a pin: it compares as changed, and the operator reads the change before the tool
+is offered again, never silently kept enabled.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from nr_llm.catalogue import fingerprint, import_catalogue
 from nr_llm.models import DEFINITION_CHANGED, McpServer, McpTool, tool_definition
@@ -24,7 +21,6 @@ from tests.schema_corpus import CORPUS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
-BEFORE = [("nr_llm", "0006_tool_calls")]
 _STR = {"type": "string"}
 #: What the first rule stored for the corpus's list_issues, written out by hand.
 FIRST_RULE_LIST_ISSUES = {
@@ -51,21 +47,14 @@ def url() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
-def _migrate(targets: list[tuple[str, str]]) -> Any:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return MigrationExecutor(connection).loader.project_state(targets).apps
-
-
 def _enabled_before_upgrade(url: str, description: str) -> None:
-    """An enabled list_issues row as an import and an operator before 0007 left it."""
-    apps = _migrate(BEFORE)
-    server = apps.get_model("nr_llm", "McpServer").objects.create(
+    """An enabled list_issues row as an import and an operator before 0007 left it, and 0007
+    brought it along: pinned on the first rule's schema, nothing raw kept."""
+    server = McpServer.objects.create(
         identifier="corpus", name="Corpus", url=url, data_class="publicContent", enabled=True
     )
     pinned = tool_definition("", description, FIRST_RULE_LIST_ISSUES, {}, {})
-    apps.get_model("nr_llm", "McpTool").objects.create(
+    McpTool.objects.create(
         server=server,
         tool_name="mcp_corpus_list_issues",
         remote_name="list_issues",
@@ -75,9 +64,9 @@ def _enabled_before_upgrade(url: str, description: str) -> None:
         definition_fingerprint=fingerprint(pinned),
         pinned_definition=pinned,
         pinned_fingerprint=fingerprint(pinned),
+        pinned_raw=False,
+        raw_definition={},
     )
-    # Past 0007 to the newest migration: the site's code after the upgrade reads every column.
-    _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
 
 def test_an_enabled_tool_pinned_under_the_first_rule_is_held_for_review(url, settings):
