@@ -37,7 +37,7 @@ def _lifetime(name: str, check_id: str, hint: str) -> list[CheckMessage]:
 
 
 def check_operation_timeout(**kwargs: Any) -> list[CheckMessage]:
-    # Empty means "use the default" (seed 000); anything else must be a usable number.
+    # Empty means "use the default"; anything else must be a usable number.
     raw = _given("NR_LLM_MCP_OPERATION_TIMEOUT")
     if raw is _MISSING:
         return []

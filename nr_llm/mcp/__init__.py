@@ -3,7 +3,7 @@ database and reusable outside Django.
 
 Three layers, imports one way only (tests/mcp/test_layers.py reads them):
 
-- ``wire/``: HTTP. The leg machine, watchdog, idle pool, host gate, header and body caps,
+- ``wire/``: HTTP. Sending each request (legs.py), the watchdog, idle pool, host gate, header and body caps,
   event-stream decoding, sealing, the deadline and the error vocabulary. Imports nothing of
   ``protocol`` or ``oauth``: it knows nothing of JSON-RPC.
 - ``oauth/``: MCP authorization (OAuth 2.1). Imports ``wire`` only.
