@@ -47,10 +47,16 @@ def resolve_test_names(host: str, port: int) -> Sequence[str]:
 
 
 def tls_client(authority: TestAuthority, **kwargs: Any) -> McpClient:
-    """The client facing a peer by name: the test names resolved, the test CA trusted."""
+    """The client facing a peer by name: the test names resolved, the test CA trusted.
+    Keywords that are parts of ``ConnectionSettings`` (``keepalive_seconds``) go there."""
+    parts = {field.name for field in dataclasses.fields(ConnectionSettings)}
+    settings = {name: kwargs.pop(name) for name in list(kwargs) if name in parts}
     return McpClient(
         connection=ConnectionSettings(
-            allow_private_networks=True, resolver=resolve_test_names, ca_bundle=str(authority.bundle)
+            allow_private_networks=True,
+            resolver=resolve_test_names,
+            ca_bundle=str(authority.bundle),
+            **settings,
         ),
         **kwargs,
     )
