@@ -16,6 +16,39 @@ from tests.tls import tls
 
 __all__ = ["oauth_peers", "tls"]
 
+#: pytest-django's fixtures that open the test database; a test without one of them or the
+#: ``django_db`` marker is refused any query, in every thread.
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "live_server", "django_db_reset_sequences", "django_db_serialized_rollback"}
+    | {"admin_user", "admin_client", "django_user_model", "django_username_field"}
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--database-only",
+        action="store_true",
+        help="run only the tests that reach the database: the run's database and driver change nothing else",
+    )
+
+
+def reaches_the_database(item: pytest.Item) -> bool:
+    """pytest-django refuses a query to any test without its marker or a database fixture,
+    so only these can depend on the vendor or the driver; marker ``database`` names the tests
+    whose child processes use the run's database, which pytest-django cannot see."""
+    if item.get_closest_marker("django_db") or item.get_closest_marker("database"):
+        return True
+    return not DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("database_only"):
+        return
+    kept = [item for item in items if reaches_the_database(item)]
+    if left := [item for item in items if not reaches_the_database(item)]:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+
 
 @pytest.fixture(scope="session")
 def _writers_closed_before_the_database_goes(django_db_setup: None) -> Iterator[None]:

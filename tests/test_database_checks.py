@@ -84,6 +84,7 @@ def test_migrate_refuses_a_database_without_transactions(tmp_path):
 
 
 @pytest.mark.skipif("connection.vendor != 'mysql'", reason="MyISAM is a MySQL/MariaDB storage engine")
+@pytest.mark.database
 def test_mariadb_with_myisam_as_its_storage_engine_fails_manage_py_check_database(tmp_path):
     """The real server, its session's default storage engine MyISAM (no transactions):
     E061 names it."""
@@ -93,6 +94,7 @@ def test_mariadb_with_myisam_as_its_storage_engine_fails_manage_py_check_databas
 
 
 @pytest.mark.skipif("connection.vendor != 'mysql'", reason="session time zones are MySQL/MariaDB's")
+@pytest.mark.database
 def test_mariadb_answering_now_in_local_time_fails_manage_py_check_database(tmp_path):
     """A session time zone other than UTC makes ``Now()`` local time while Django stores UTC, so
     expiry and the reaper would be hours off: E062 names the offset and the fix."""

@@ -30,6 +30,7 @@ from .throwaway_postgres import binaries, throwaway_cluster
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.database,  # its own cluster, driven through the run's driver
     # The PostgreSQL jobs run it on their own driver (psycopg 3, psycopg2); SQLite and MariaDB
     # have no cluster to crash here.
     pytest.mark.skipif(
