@@ -44,8 +44,11 @@ def reaches_the_database(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.getoption("database_only"):
         return
-    kept = [item for item in items if reaches_the_database(item)]
-    if left := [item for item in items if not reaches_the_database(item)]:
+    kept: list[pytest.Item] = []
+    left: list[pytest.Item] = []
+    for item in items:
+        (kept if reaches_the_database(item) else left).append(item)
+    if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept
 
