@@ -62,15 +62,20 @@ typecheck: venv
 
 # Without Debian's chromium the browser tests fail; NR_LLM_ALLOW_BROWSER_SKIP=1 skips them and
 # the run's last line says so (tests/e2e/chromium.py). CI never skips them (.ci/run).
+# Most of the suite's time is spent waiting on real servers, not on the CPU: four processes
+# (pytest-xdist) keep two cores busy. A file's tests stay together on one process, so the
+# servers a module starts once are started once. PYTEST_WORKERS=0 runs in this process alone.
+PYTEST_WORKERS ?= 4
+XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
 pytest: venv peers
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
 # The unit layer while you work: no real servers, browser or conformance suite (marker e2e,
 # tests/e2e/, tests/conformance/) and no wheel build; no npm peers needed.
 test-fast: venv
-	$(BIN)/pytest -m "not e2e and not wheel" --ignore=tests/e2e --ignore=tests/conformance $(PYTEST_ARGS)
+	$(BIN)/pytest $(XDIST) -m "not e2e and not wheel" --ignore=tests/e2e --ignore=tests/conformance $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
