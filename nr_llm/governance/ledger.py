@@ -10,7 +10,7 @@ statements (its row as it starts, its outcome), an awaiting or refused call one.
 cannot be written (``LedgerUnavailable``), the caller decides (``tools/execution.py``): a
 running call is not sent, a held call fails closed.
 
-A running row's ``started_at`` is the database's clock (``CURRENT_TIMESTAMP``), so the reaper compares it
+A running row's ``started_at`` is the database's clock (``Now()``), so the reaper compares it
 with the database's clock too and a worker whose clock lags never has a live call reaped.
 
 An outcome write cannot leave a row ``running``: what cannot be kept of the outcome (an
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError, connection
 from django.db.models import Field
+from django.db.models.functions import Now
 
 from ..conf import conf
 from ..mcp import clean
@@ -178,43 +179,11 @@ def open_call(
     """
     row = _new_row(call, status, now, error_kind, result_text, call_id)
     try:
-        write(lambda: _insert(row), each_statement=True)
+        write(lambda: row.save(force_insert=True), each_statement=True)
     except LedgerUnavailable:
         if not _exists(row.id):
             raise
     return row.id
-
-
-_inserts: dict[tuple[str, str, bool], tuple[str, tuple[Field[Any, Any], ...]]] = {}
-
-
-def _insert(row: ToolCall) -> None:
-    """``row.save(force_insert=True)`` but for its compiling, which the ORM redoes per call for a
-    statement that differs only in its values (about 0.6 ms a call on a small host, measured for
-    issue 40); sent through Django's cursor, each value prepared by its field as the ORM does. A
-    running row's start is the database's clock (``CURRENT_TIMESTAMP``; the reaper's)."""
-    running = row.status == ToolCallStatus.RUNNING
-    key = (connection.alias, connection.vendor, running)
-    built = _inserts.get(key)
-    if built is None:
-        quote = connection.ops.quote_name
-        fields = tuple(
-            field for field in ToolCall._meta.concrete_fields if not (running and field.name == "started_at")
-        )
-        columns = [quote(str(field.column)) for field in fields]
-        values = ["%s"] * len(fields)
-        if running:
-            columns.append(quote("started_at"))
-            values.append("CURRENT_TIMESTAMP")
-        table = quote(ToolCall._meta.db_table)
-        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(values)})"
-        built = _inserts[key] = (sql, fields)
-    sql, fields = built
-    values = [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-    row._state.adding = False
-    row._state.db = connection.alias
 
 
 def _exists(call_id: uuid.UUID) -> bool:
@@ -248,8 +217,8 @@ def _new_row(
         error_kind=error_kind,
         result_preview_ciphertext=preview.kept(result_text),
         expires_at=now + expiry() if status == ToolCallStatus.AWAITING_APPROVAL else None,
-        # Written as the database's clock (``_insert``): the reaper judges a running row's age on it.
-        started_at=None,
+        # The database's clock: the reaper judges a running row's age on it.
+        started_at=Now() if status == ToolCallStatus.RUNNING else None,
         finished_at=now if finished else None,
         on_worker=call.on_worker,
         **call.actor,
