@@ -228,7 +228,13 @@ def test_a_server_without_a_change_stream_is_asked_again_only_after_the_longest_
         watch.start()
         try:
             assert _until(lambda: "offers no change stream" in caplog.text, 15)
-            time.sleep(2)
+            # The next attempt is scheduled at the longest back-off, not sooner.
+            assert "asking again in 30 s" in caplog.text
+
+            def first_done(current: ServerWatch = watch) -> bool:
+                return current.reimports.count == 1  # the watch's first
+
+            assert _until(first_done, 10)
         finally:
             watch.close()
         assert watch.windows == 1

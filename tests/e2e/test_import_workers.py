@@ -197,8 +197,15 @@ def test_five_imports_are_queued_and_each_runs_once_on_two_workers(admin_client,
                 wait_for(settled, f"{released} imports done and {running} held at the gate", tmp_path)
                 look()
                 gate.release()
+            # Done as the changelist shows it: the result written and the task's state cleared
+            # (a worker writes the one after the other).
             wait_for(
-                lambda: McpServer.objects.filter(import_status=ImportStatus.OK).count() == 5,
+                lambda: (
+                    McpServer.objects.filter(
+                        import_status=ImportStatus.OK, import_task_state=ImportTaskState.IDLE
+                    ).count()
+                    == 5
+                ),
                 "all five imports done",
                 tmp_path,
             )

@@ -85,11 +85,9 @@ def test_mid_upload_close_is_one_499_and_one_cancelled_event(opted_in, how):
 def test_close_during_slow_view_is_one_499_and_the_view_stops(opted_in, how):
     """Closing while the slow view runs completes as 499 phase handler, well before the view's
     10 seconds are up, with exactly one cancelled event."""
-    started = time.monotonic()
     rid = leave_slow_view(opted_in, how)
     access = assert_clean_499(opted_in, rid, "handler")
-    assert access["access"]["duration_ms"] < 8000
-    assert time.monotonic() - started < 9
+    assert access["access"]["duration_ms"] < 8000  # the server's own measure
     events = [r["event"] for r in opted_in.records() if event_for(rid)(r)]
     rows = [(e["outcome"], e["status_code"], e["route"]) for e in events]
     assert rows == [("cancelled", 499, "demo/slow/")]

@@ -4,7 +4,6 @@ off the caller's connection when it has no transaction, and never waiting on a r
 import contextlib
 import logging
 import threading
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -178,11 +177,9 @@ def test_the_stamp_never_waits_on_another_requests_row_lock(in_transaction):
     locked, release = threading.Event(), threading.Event()
     holder = _hold_row_lock("held", locked, release)
     try:
-        started = time.monotonic()
         with transaction.atomic() if in_transaction else contextlib.nullcontext():
             HealthRecorder(now=lambda: STAMP).record_contact(endpoint_for(server), 42)
-        assert settle(5)  # the writer did not wait either
-        assert time.monotonic() - started < 2
+        assert settle(5)  # the writer did not wait either: the row stays held for 20 s
         server.refresh_from_db()
         assert server.last_contact is None
     finally:

@@ -5,8 +5,6 @@ The ledger writes on a connection of its own, so these tests commit (``transacti
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from nr_llm import tools
@@ -49,15 +47,14 @@ def test_strict_modes_null_for_an_optional_argument_is_recorded_and_sent_as_not_
 
 def test_a_catastrophic_pattern_on_model_input_is_bounded_and_never_raises():
     """A server pattern that backtracks catastrophically, matched against a long model-supplied
-    string, ends within the check's budget as a refused call (generous bound for a loaded machine)."""
+    string, ends at the check's budget as a refused call (the sentence names the cut; a match
+    left to run would never return)."""
     tool = guarded_tool(requires_approval=False)
     McpTool.objects.filter(pk=tool.pk).update(
         input_schema={"type": "object", "properties": {"text": {"type": "string", "pattern": "(x+x+)+y"}}}
     )
     client = FakeClient()
-    started = time.monotonic()
     result = tools.execute("mcp_guarded_echo", {"text": "x" * 5000}, client=client)
-    assert time.monotonic() - started < 10
     assert result.is_error and "could not be checked against the input schema within 1 s" in result.text
     assert row_of(result).error_kind == "invalid_arguments"
     assert client.calls == []

@@ -257,7 +257,7 @@ def test_the_host_lookup_waits_exactly_what_is_left_of_the_budget() -> None:
     elapsed = time.monotonic() - started
     assert report.failure is not None and report.failure.kind == "timeout", report
     assert "within the 1.2 s left" in report.error
-    assert 1.1 < elapsed < 1.7, elapsed
+    assert 1.1 < elapsed < 1.9, elapsed  # a grant rounded up to 2 s would end past 2
 
 
 @pytest.mark.parametrize("answer", [[], ["not-an-address"]], ids=["nothing", "not-an-address"])
