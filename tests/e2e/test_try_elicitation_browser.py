@@ -23,23 +23,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 ARTIFACTS = ROOT / "test-artifacts"
 
 
-@pytest.fixture(scope="module")
-def live_server() -> Iterator[Any]:
-    """The site with a connection per request thread, as a real server has. The page asks for
-    the question while its POST waits for the answer; pytest-django hands an in-memory SQLite
-    database's one connection to every request thread, and two requests at once on it mix
-    their rows (an IndexError in the session read)."""
-    from pytest_django.live_server_helper import LiveServer
-
-    server = LiveServer("localhost", start=False)
-    server.thread.connections_override = {}  # each request thread opens its own
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture
 def browser_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from django.db import connections
